@@ -1,0 +1,45 @@
+# Two entry points for a fresh clone (see README):
+#   make demo  – set everything up, run the demo on the built-in examples
+#   make test  – set everything up, run the whole test suite
+# Everything lives in ./.venv; torch is pinned to the local CPU wheel here only
+# (the package itself accepts torch>=2.1).
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+TORCH   ?= torch==2.13.0
+STAMP   := $(VENV)/.setup-done
+
+.PHONY: setup demo test bench js clean browser
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium (browser tests)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-liberation >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-liberation >/dev/null; fi; }
+
+$(STAMP): $(VPY) pyproject.toml js/package.json
+	$(VPY) -m pip install -q "$(TORCH)"
+	$(VPY) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+js: $(STAMP)
+	cd js && npm install --no-audit --no-fund && npm run build
+
+demo: setup
+	$(VPY) -m graphwidget demo --out out
+
+test: setup browser
+	cd js && npm install --no-audit --no-fund --silent && npm run build && npm test
+	$(VPY) -m pytest -q tests
+
+bench: setup
+	$(VPY) tests/bench/bench_capture.py
+
+clean:
+	rm -rf $(VENV) js/node_modules graphwidget/static out

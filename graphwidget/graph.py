@@ -1,0 +1,228 @@
+"""The captured graph: a ``networkx.DiGraph`` plus metadata, and its versioned JSON form.
+
+This is the single source of truth: analyses read it, views render its JSON (schema: ``docs/schema.md``).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence
+
+import networkx as nx
+
+FORMAT = "graphwidget"
+SCHEMA_VERSION = 1
+
+#: Node record keys, in the order they are written to JSON.
+NODE_KEYS = (
+    "op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
+    "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms",
+)
+EDGE_KEYS = ("output", "slot", "shape", "dtype")
+
+
+def _torch_version() -> Optional[str]:
+    try:
+        import torch
+        return str(torch.__version__)
+    except ImportError:  # pragma: no cover - load_json works without torch
+        return None
+
+
+class GradGraph:
+    """An autograd graph captured by :func:`graphwidget.capture`, :func:`graphwidget.trace` or
+    :func:`graphwidget.profile`.
+
+    ``nx`` is a ``networkx.DiGraph`` whose nodes are integer ids with the attributes documented in the README;
+    edges ``(u, v)`` follow forward data flow (``u`` appears in ``v.next_functions``). ``meta`` holds graph-wide
+    facts (roots, torch version, whether source/timings are present). ``output`` is what the traced function
+    returned (``None`` for :func:`capture`).
+    """
+
+    def __init__(self, graph: nx.DiGraph, meta: Dict[str, Any], output: Any = None) -> None:
+        self.nx = graph
+        self.meta = meta
+        self.output = output
+
+    # -- construction -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_records(
+        cls,
+        nodes: Sequence[Dict[str, Any]],
+        edges: Sequence[Dict[str, Any]],
+        *,
+        roots: Sequence[int],
+        title: Optional[str] = None,
+        traced: bool = False,
+        timed: bool = False,
+        timing: Optional[Dict[str, Any]] = None,
+        torch_version: Optional[str] = None,
+    ) -> "GradGraph":
+        """Build from node/edge records in the JSON form (``id`` / ``source`` / ``target`` keys)."""
+        g = nx.DiGraph()
+        g.add_nodes_from((n["id"], {k: n.get(k) for k in NODE_KEYS}) for n in nodes)
+        g.add_edges_from((e["source"], e["target"], {k: e.get(k) for k in EDGE_KEYS}) for e in edges)
+        meta = {
+            "torch": torch_version if torch_version is not None else _torch_version(),
+            "title": title,
+            "roots": list(roots),
+            "traced": traced,
+            "timed": timed,
+            "timing": timing,
+        }
+        return cls(g, meta)
+
+    # -- queries ------------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.nx.number_of_nodes()
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        title = f" {self.meta['title']!r}" if self.meta.get("title") else ""
+        return (f"<GradGraph{title}: {s['nodes']} nodes, {s['edges']} edges, "
+                f"saved {_human_bytes(s['saved_bytes'])}>")
+
+    def nodes(self, op: Optional[str] = None, **attrs: Any) -> List[int]:
+        """Ids of nodes whose ``op`` (and any other given attribute) equals the given values, in id order.
+
+        >>> g.nodes(op="SelectBackward0")      # doctest: +SKIP
+        [5, 9, 13]
+        """
+        want = dict(attrs)
+        if op is not None:
+            want["op"] = op
+        return [n for n, d in self.nx.nodes(data=True) if all(d.get(k) == v for k, v in want.items())]
+
+    def node(self, node_id: int) -> Dict[str, Any]:
+        """The attribute dict of one node (the live networkx dict)."""
+        try:
+            return self.nx.nodes[node_id]
+        except KeyError:
+            raise KeyError(f"no node {node_id!r} in this graph; ids run from 0 to {len(self) - 1}") from None
+
+    def summary(self) -> Dict[str, Any]:
+        """Graph-wide numbers: node/edge/leaf counts, saved bytes (distinct storages and logical), depth,
+        a histogram of ops, and the timing totals when the graph was profiled."""
+        g = self.nx
+        ops: Counter = Counter()
+        leaves = custom = freed = 0
+        logical = 0
+        storages: Dict[Any, int] = {}
+        for _, d in g.nodes(data=True):
+            ops[d["op"]] += 1
+            kind = d.get("kind")
+            if kind == "leaf":
+                leaves += 1
+            elif kind == "custom":
+                custom += 1
+            for s in d.get("saved") or ():
+                if s.get("freed"):
+                    freed += 1
+                    continue
+                logical += s.get("bytes") or 0
+                key = s.get("storage")
+                if key is None:
+                    storages[("anon", id(s))] = s.get("storage_bytes") or 0
+                else:
+                    storages[key] = s.get("storage_bytes") or 0
+        out: Dict[str, Any] = {
+            "nodes": g.number_of_nodes(),
+            "edges": g.number_of_edges(),
+            "roots": len(self.meta.get("roots") or ()),
+            "leaves": leaves,
+            "custom": custom,
+            "saved_tensors_freed": freed,
+            "saved_bytes": sum(storages.values()),
+            "saved_bytes_logical": logical,
+            "depth": dag_depth(g),
+            "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+        timing = self.meta.get("timing")
+        if timing:
+            for k in ("forward_ms", "backward_ms", "unattributed_ms"):
+                out[k] = timing.get(k)
+        return out
+
+    # -- JSON ---------------------------------------------------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON form as Python objects (see ``docs/schema.md``)."""
+        return {
+            "format": FORMAT,
+            "version": SCHEMA_VERSION,
+            "meta": dict(self.meta),
+            "nodes": [{"id": n, **{k: d.get(k) for k in NODE_KEYS}} for n, d in self.nx.nodes(data=True)],
+            "edges": [{"source": u, "target": v, **{k: d.get(k) for k in EDGE_KEYS}}
+                      for u, v, d in self.nx.edges(data=True)],
+        }
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        """Serialise to the versioned JSON form; :func:`load_json` reads it back exactly."""
+        return json.dumps(self.to_dict(), indent=indent, separators=None if indent else (",", ":"),
+                          allow_nan=False)
+
+    # -- views (imported lazily: capture must not pay for the front end) -----------------------------------------
+    def widget(self, **kwargs: Any) -> Any:
+        """An interactive :class:`graphwidget.GraphWidget` for this graph."""
+        from .widget import GraphWidget
+        return GraphWidget(self, **kwargs)
+
+    def export_html(self, path: Any, **kwargs: Any) -> Any:
+        """Write a self-contained HTML viewer; see :func:`graphwidget.export_html`."""
+        from .export import export_html
+        return export_html(self, path, **kwargs)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        # Shown as the last expression of a cell: render as the widget.
+        w = self.widget()
+        bundle = w._repr_mimebundle_(include=include, exclude=exclude)
+        return bundle
+
+
+def dag_depth(g: nx.DiGraph) -> int:
+    """Number of nodes on the longest path (0 for an empty graph); linear time, no recursion."""
+    if g.number_of_nodes() == 0:
+        return 0
+    depth: Dict[Any, int] = {}
+    for n in nx.topological_sort(g):
+        preds = g._pred[n]
+        depth[n] = 1 + max((depth[p] for p in preds), default=0)
+    return max(depth.values())
+
+
+def load_json(text: str) -> GradGraph:
+    """Read a graph written by :meth:`GradGraph.to_json` (any version this release understands).
+
+    >>> g2 = gw.load_json(g.to_json())        # doctest: +SKIP
+    """
+    try:
+        data = json.loads(text)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"graphwidget.load_json: not JSON ({exc}); pass the text GradGraph.to_json() wrote.") from None
+    return from_dict(data)
+
+
+def from_dict(data: Any) -> GradGraph:
+    """Build a :class:`GradGraph` from the JSON form already parsed into Python objects."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError("graphwidget.load_json: this is not a graphwidget graph (no \"format\": \"graphwidget\").")
+    version = data.get("version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(
+            f"graphwidget.load_json: schema version {version!r} is not supported by this release "
+            f"(it reads version {SCHEMA_VERSION}); upgrade graphwidget.")
+    meta = dict(data.get("meta") or {})
+    g = nx.DiGraph()
+    g.add_nodes_from((n["id"], {k: n.get(k) for k in NODE_KEYS}) for n in data["nodes"])
+    g.add_edges_from((e["source"], e["target"], {k: e.get(k) for k in EDGE_KEYS}) for e in data["edges"])
+    return GradGraph(g, meta)
+
+
+def _human_bytes(n: Optional[float]) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+

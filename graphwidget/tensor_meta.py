@@ -1,0 +1,143 @@
+"""Facts about a tensor, as plain JSON-able values.
+
+Every captured node describes the tensors around it with the same small record, so the rules that look for slow
+patterns (non-contiguous inputs, huge repeated tensors, ...) and the viewers read one format.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
+# dtype -> "float32" etc.; str(torch.float32) is "torch.float32", and str() per call costs more than a dict lookup.
+_DTYPE_NAMES: Dict[torch.dtype, str] = {}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = str(dtype).replace("torch.", "")
+        _DTYPE_NAMES[dtype] = name
+    return name
+
+
+_DEVICE_NAMES: Dict[Any, str] = {}
+
+
+def device_name(device: torch.device) -> str:
+    """``device(type='cpu')`` -> ``"cpu"``, ``cuda:0`` stays ``"cuda:0"``."""
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = str(device)
+        _DEVICE_NAMES[device] = name
+    return name
+
+
+def memory_format(t: torch.Tensor) -> str:
+    """Name the layout: contiguous, channels_last(_3d), non_contiguous or sparse/unknown."""
+    layout = t.layout
+    if layout is not torch.strided:
+        return "sparse" if layout in _SPARSE_LAYOUTS else "unknown"
+    if t.is_contiguous():
+        return "contiguous"
+    dim = t.dim()
+    if dim == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        return "channels_last"
+    if dim == 5 and t.is_contiguous(memory_format=torch.channels_last_3d):
+        return "channels_last_3d"
+    return "non_contiguous"
+
+
+_SPARSE_LAYOUTS = {
+    getattr(torch, name)
+    for name in ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+    if hasattr(torch, name)
+}
+
+
+def _storage(t: torch.Tensor) -> Tuple[Optional[Tuple[str, int]], Optional[int]]:
+    """(identity key, bytes) of the tensor's storage, or (None, None) where it has none (sparse, meta...)."""
+    try:
+        st = t.untyped_storage()
+        return (device_name(t.device), st.data_ptr()), st.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None, None
+
+
+def tensor_record(t: torch.Tensor) -> Dict[str, Any]:
+    """Shape, stride, dtype, device, layout and sizes of ``t``.
+
+    ``bytes`` is the size of the view (numel x element size); ``storage_bytes`` the size of the memory behind it, which
+    is what a saved tensor really keeps alive (a slice of a huge tensor keeps the whole storage).
+    The private key ``_storage_key`` identifies the storage inside one capture; it is replaced by a small
+    graph-local integer before the record leaves the capture.
+    """
+    layout = t.layout
+    strided = layout is torch.strided
+    numel = t.numel()
+    nbytes = numel * t.element_size()
+    rec: Dict[str, Any] = {
+        "shape": list(t.shape),
+        "stride": list(t.stride()) if strided else None,
+        "dtype": dtype_name(t.dtype),
+        "device": device_name(t.device),
+        "contiguous": t.is_contiguous() if strided else False,
+        "memory_format": memory_format(t),
+        "bytes": nbytes,
+    }
+    if strided:
+        key, sbytes = _storage(t)
+    else:
+        # Sparse tensors have no single storage: count values + indices as what they keep alive.
+        key, sbytes = ("sparse", id(t)), _sparse_bytes(t)
+        rec["bytes"] = sbytes
+    rec["storage_bytes"] = sbytes
+    rec["_storage_key"] = key
+    return rec
+
+
+def _sparse_bytes(t: torch.Tensor) -> int:
+    try:
+        if t.layout is torch.sparse_coo:
+            v, i = t._values(), t._indices()
+            return v.numel() * v.element_size() + i.numel() * i.element_size()
+        total = 0
+        for getter in ("values", "crow_indices", "col_indices", "ccol_indices", "row_indices"):
+            fn = getattr(t, getter, None)
+            if fn is None:
+                continue
+            try:
+                part = fn()
+            except RuntimeError:
+                continue
+            total += part.numel() * part.element_size()
+        return total
+    except RuntimeError:
+        return 0
+
+
+def freed_record(name: str) -> Dict[str, Any]:
+    """A saved tensor that backward() already released: its name survives, nothing else does."""
+    return {
+        "name": name, "shape": None, "stride": None, "dtype": None, "device": None, "contiguous": None,
+        "memory_format": None, "bytes": 0, "storage_bytes": 0, "storage": None, "freed": True,
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """Turn a non-tensor saved value (int, tuple of SymInts, dtype, None, ...) into JSON."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return repr(value)  # NaN / inf are not valid JSON
+        return value
+    if isinstance(value, (tuple, list, torch.Size)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, torch.dtype):
+        return dtype_name(value)
+    if isinstance(value, torch.device):
+        return device_name(value)
+    try:
+        return int(value)  # SymInt and friends
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,0 +1,292 @@
+"""Where each node came from: source line, code, ``nn.Module`` path, and forward output strides.
+
+How (public torch machinery, nothing left behind):
+
+* A ``TorchFunctionMode`` sees every torch call the traced function makes. Autograd numbers nodes with a
+  thread-local *sequence number* as it creates them; reading the next number before and after each call
+  (``torch._C._autograd._get_sequence_nr``, a counter read, ~0.04 µs) gives the exact range of node numbers that
+  call created — including nodes that never surface as an output's ``grad_fn`` (``linear`` makes ``AddmmBackward0``
+  *and* ``TBackward0``). Each node is later matched to its call by binary search on that range.
+* ``torch.autograd.Function.apply`` does not go through torch-function modes, so while tracing it is wrapped (and
+  restored in ``finally``) to record its range the same way: custom nodes get their own line.
+* Global module forward pre/post hooks keep a stack of the active ``nn.Module``s; names come from
+  ``named_modules()`` of the outermost module, so paths read like ``encoder.layers.3.attn``.
+* The user frame is the first frame outside torch and graphwidget; its line text comes from ``linecache``.
+"""
+from __future__ import annotations
+
+import bisect
+import linecache
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .capture import capture, parameter_names
+from .graph import GradGraph
+
+try:
+    from torch._C._autograd import _get_sequence_nr as _next_seq  # the counter autograd numbers nodes with
+except ImportError:  # pragma: no cover - older torch: fall back to the outputs' own grad_fn numbers
+    _next_seq = None
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(__file__) + os.sep
+# The built-in examples are "user code" as far as attribution goes: their lines are what the demo shows.
+_USER_FILES_IN_PACKAGE = (os.path.join(_OWN_DIR, "examples.py"),)
+
+
+def _is_user_file(fname: str) -> bool:
+    if fname.startswith(_OWN_DIR):
+        return fname in _USER_FILES_IN_PACKAGE
+    return not fname.startswith((_TORCH_DIR, "<frozen "))
+
+
+def user_frame(start: int = 2) -> Optional[Any]:
+    """The innermost frame that belongs to the user's code (not torch, not graphwidget's internals)."""
+    f = sys._getframe(start)
+    while f is not None:
+        if _is_user_file(f.f_code.co_filename):
+            return f
+        f = f.f_back
+    return None
+
+
+class Call:
+    """One intercepted torch call: the node sequence numbers it created and where it happened."""
+
+    __slots__ = ("lo", "hi", "source", "code", "module", "outputs", "ms")
+
+    def __init__(self, lo: int, hi: int, source: Optional[str], code: Optional[str], module: Optional[str],
+                 outputs: Dict[int, Dict[int, Tuple[List[int], bool]]], ms: Optional[float]) -> None:
+        self.lo, self.hi = lo, hi  # node sequence numbers in [lo, hi)
+        self.source, self.code, self.module = source, code, module
+        self.outputs = outputs     # seq -> output_nr -> (stride, contiguous)
+        self.ms = ms               # forward time of the call, when timed
+
+
+def _tensors_in(obj: Any) -> List[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _tensors_in(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tensors_in(o)]
+    return []
+
+
+class Recorder:
+    """Context manager that records a :class:`Call` for every torch call that creates autograd nodes.
+
+    ``timer`` (optional) is a callable returning a start token and, given the token, the elapsed milliseconds; the
+    timing module passes a CUDA-aware one. Without it no time is measured.
+    """
+
+    def __init__(self, timer: Optional[Tuple[Callable[[], Any], Callable[[Any], float]]] = None) -> None:
+        self.calls: List[Call] = []
+        self._timer = timer
+        self._module_stack: List[str] = []
+        self._module_names: Dict[int, str] = {}
+        self.top_modules: List[torch.nn.Module] = []
+        self._handles: List[Any] = []
+        self._mode: Optional[_Mode] = None
+        self._orig_apply: Any = None
+        self._first_seq: Optional[int] = None
+
+    # -- bookkeeping used by the mode and the apply wrapper ---------------------------------------------------------
+    def run(self, func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if _next_seq is None:
+            lo = None
+        else:
+            lo = _next_seq()
+        timer = self._timer
+        token = timer[0]() if timer else None
+        out = func(*args, **kwargs)
+        ms = timer[1](token) if timer else None
+        if lo is not None:
+            hi = _next_seq()
+            if hi == lo:
+                return out  # created no node: nothing to attribute
+        outputs: Dict[int, Dict[int, Tuple[List[int], bool]]] = {}
+        seqs = []
+        for t in _tensors_in(out):
+            fn = t.grad_fn
+            if fn is None:
+                continue
+            seq = fn._sequence_nr()
+            seqs.append(seq)
+            if t.layout is torch.strided:
+                outputs.setdefault(seq, {})[t.output_nr] = (list(t.stride()), t.is_contiguous())
+        if lo is None:  # old torch: only the outputs' own nodes can be attributed
+            if not seqs:
+                return out
+            lo, hi = min(seqs), max(seqs) + 1
+        frame = user_frame(3)
+        if frame is not None:
+            fname, line = frame.f_code.co_filename, frame.f_lineno
+            source = f"{fname}:{line}"
+            code = linecache.getline(fname, line).strip() or None
+        else:
+            source = code = None
+        module = self._module_stack[-1] if self._module_stack else None
+        self.calls.append(Call(lo, hi, source, code, module, outputs, ms))
+        return out
+
+    def call_for(self, seq: Optional[int]) -> Optional[Call]:
+        """The call that created the node numbered ``seq``, if it was recorded."""
+        if seq is None or not self.calls:
+            return None
+        i = bisect.bisect_right(self._los, seq) - 1
+        if i >= 0:
+            c = self.calls[i]
+            if c.lo <= seq < c.hi:
+                return c
+        return None
+
+    # -- module stack ---------------------------------------------------------------------------------------------
+    def _pre_hook(self, module: torch.nn.Module, args: Any) -> None:
+        name = self._module_names.get(id(module))
+        if name is None:
+            if not self._module_stack:
+                # An outermost module: name its whole tree relative to it ("" is the module itself).
+                self.top_modules.append(module)
+                for n, m in module.named_modules():
+                    self._module_names.setdefault(id(m), n)
+                name = self._module_names[id(module)]
+            else:
+                name = f"{self._module_stack[-1]}.<{type(module).__name__}>".lstrip(".")
+        self._module_stack.append(name)
+
+    def _post_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if self._module_stack:
+            self._module_stack.pop()
+
+    # -- enter / exit ---------------------------------------------------------------------------------------------
+    def __enter__(self) -> "Recorder":
+        from torch.nn.modules import module as nn_module
+        self._handles.append(nn_module.register_module_forward_pre_hook(self._pre_hook))
+        try:
+            self._handles.append(nn_module.register_module_forward_hook(self._post_hook, always_call=True))
+        except TypeError:  # pragma: no cover - torch < 2.0 has no always_call
+            self._handles.append(nn_module.register_module_forward_hook(self._post_hook))
+        recorder = self
+        orig = torch.autograd.Function.__dict__["apply"]
+        self._orig_apply = orig
+
+        def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            return recorder.run(orig.__get__(None, cls), args, kwargs)
+
+        torch.autograd.Function.apply = classmethod(apply)  # type: ignore[assignment]
+        self._mode = _Mode(self)
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(*exc)
+        finally:
+            torch.autograd.Function.apply = self._orig_apply  # type: ignore[assignment]
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
+            self._module_stack.clear()
+            self._mode = None
+        self._los = [c.lo for c in self.calls]
+
+    # -- annotate a captured graph ---------------------------------------------------------------------------------
+    def annotate(self, graph: GradGraph) -> int:
+        """Write source/code/module/out_stride (and ``fwd_ms`` when timed) into the graph; returns how many nodes
+        were attributed. For a call that made several nodes the forward time goes to the last one (the output's
+        node), the others get 0.0 — the op ran once."""
+        attributed = 0
+        last_of: Dict[int, int] = {}
+        for n, d in graph.nx.nodes(data=True):
+            call = self.call_for(d.get("seq"))
+            if call is None:
+                continue
+            attributed += 1
+            d["source"], d["code"], d["module"] = call.source, call.code, call.module
+            outs = call.outputs.get(d["seq"])
+            if outs:
+                k = max(len(d.get("outputs") or ()), max(outs) + 1)
+                d["out_stride"] = [outs[i][0] if i in outs else None for i in range(k)]
+                d["out_contiguous"] = [outs[i][1] if i in outs else None for i in range(k)]
+            if call.ms is not None:
+                key = id(call)
+                prev = last_of.get(key)
+                if prev is None or graph.nx.nodes[prev]["seq"] < d["seq"]:
+                    last_of[key] = n
+        for c in self.calls:
+            n = last_of.get(id(c))
+            if n is None:
+                continue
+            graph.nx.nodes[n]["fwd_ms"] = c.ms
+        if last_of:
+            for n, d in graph.nx.nodes(data=True):
+                if d.get("fwd_ms") is None and self.call_for(d.get("seq")) is not None:
+                    d["fwd_ms"] = 0.0
+        graph.meta["traced"] = True
+        return attributed
+
+
+class _Mode(TorchFunctionMode):
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
+        return self.recorder.run(func, args, kwargs or {})
+
+
+def output_tensors(out: Any) -> List[torch.Tensor]:
+    """The tensors of ``out`` that carry a graph (tensor, or list/tuple/dict of them, nested)."""
+    return [t for t in _tensors_in(out) if t.requires_grad]
+
+
+def trace(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] = None,
+          title: Optional[str] = None, **kwargs: Any) -> GradGraph:
+    """Run ``fn(*args, **kwargs)`` and capture the graph of its output(s), annotated with where each node was
+    created: ``source`` (file:line), ``code``, ``module`` (``nn.Module`` path) and the forward output strides.
+
+    ``fn`` returns a tensor, or a list/tuple/dict containing tensors; every one that requires grad becomes a root.
+    The returned graph's ``output`` is what ``fn`` returned, so you can still call ``backward`` on it.
+    Parameters are named after the first ``nn.Module`` among ``module``, ``fn`` and the modules ``fn`` called.
+
+    >>> g = gw.trace(model, x)                       # doctest: +SKIP
+    >>> g.node(g.nodes(op="AddmmBackward0")[0])["module"]   # doctest: +SKIP
+    'head'
+    """
+    if not callable(fn):
+        raise TypeError(f"graphwidget.trace expects a callable (a function or nn.Module) as its first argument; "
+                        f"got {type(fn).__name__}. To capture a tensor you already have, use gw.capture(tensor).")
+    rec = Recorder()
+    with rec:
+        out = fn(*args, **kwargs)
+    return finish(rec, out, fn, module, title, who="trace")
+
+
+def finish(rec: Recorder, out: Any, fn: Any, module: Optional[torch.nn.Module], title: Optional[str],
+           who: str) -> GradGraph:
+    """Capture ``out``'s graph and annotate it from ``rec`` (shared by trace and profile)."""
+    roots = output_tensors(out)
+    if not roots:
+        raise ValueError(
+            f"graphwidget.{who}: the function returned {type(out).__name__} with no tensor that requires grad, so "
+            f"there is no graph to capture. Return the tensor you would call .backward() on (e.g. the loss), and "
+            f"make sure its inputs require grad and no torch.no_grad()/inference_mode() is active.")
+    mod = module
+    if mod is None and isinstance(fn, torch.nn.Module):
+        mod = fn
+    if mod is None and rec.top_modules:
+        mod = rec.top_modules[0]
+    graph = capture(roots if len(roots) > 1 else roots[0], module=mod, title=title)
+    rec.annotate(graph)
+    graph.output = out
+    return graph
+
+
+__all__ = ["trace", "Recorder", "user_frame", "output_tensors", "finish", "parameter_names"]

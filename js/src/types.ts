@@ -1,0 +1,81 @@
+/**
+ * Types of the graphwidget JSON schema, version 1 (docs/schema.md).
+ * The front end only renders this document; nothing here is computed by JS.
+ */
+
+export interface OutputMeta {
+  shape: number[] | null;
+  dtype: string | null;
+  device: string | null;
+}
+
+export interface SavedTensor {
+  name: string;
+  shape: number[] | null;
+  stride: number[] | null;
+  dtype: string | null;
+  device: string | null;
+  contiguous: boolean | null;
+  memory_format: string | null;
+  bytes: number | null;
+  storage_bytes: number | null;
+  storage: number | null;
+  freed: boolean;
+}
+
+export interface LeafTensor {
+  shape?: number[] | null;
+  stride?: number[] | null;
+  dtype?: string | null;
+  device?: string | null;
+  contiguous?: boolean | null;
+  memory_format?: string | null;
+  bytes?: number | null;
+  requires_grad?: boolean | null;
+  name?: string | null;
+}
+
+export interface GraphNode {
+  id: number;
+  op: string;
+  kind: "backward" | "custom" | "leaf" | string;
+  outputs: (OutputMeta | null)[] | null;
+  saved: SavedTensor[];
+  attrs: Record<string, unknown>;
+  saved_bytes: number;
+  tensor: LeafTensor | null;
+  source: string | null;
+  code: string | null;
+  module: string | null;
+  out_stride: (number[] | null)[] | null;
+  out_contiguous: (boolean | null)[] | null;
+  seq: number | null;
+  fwd_ms: number | null;
+  bwd_ms: number | null;
+}
+
+export interface GraphEdge {
+  source: number;
+  target: number;
+  output: number | null;
+  slot: number | null;
+  shape: number[] | null;
+  dtype: string | null;
+}
+
+export interface GraphMeta {
+  torch: string | null;
+  title: string | null;
+  roots: number[];
+  traced: boolean;
+  timed: boolean;
+  timing: Record<string, unknown> | null;
+}
+
+export interface GraphDoc {
+  format: "graphwidget";
+  version: number;
+  meta: GraphMeta;
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+}

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .capture import capture, parameter_names
+from .capture import capture_raw, finalize_seq, parameter_names
 from .graph import GradGraph
 
 try:
@@ -283,8 +283,9 @@ def finish(rec: Recorder, out: Any, fn: Any, module: Optional[torch.nn.Module], 
         mod = fn
     if mod is None and rec.top_modules:
         mod = rec.top_modules[0]
-    graph = capture(roots if len(roots) > 1 else roots[0], module=mod, title=title)
-    rec.annotate(graph)
+    graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
+    rec.annotate(graph)  # matches absolute sequence numbers, so before finalize_seq renumbers them
+    finalize_seq(graph)
     graph.output = out
     return graph
 

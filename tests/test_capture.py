@@ -1,0 +1,330 @@
+"""Capture engine: structure, annotations, JSON, safety. Real torch throughout."""
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+
+import networkx as nx
+import pytest
+import torch
+import torch.nn.functional as F
+
+import graphwidget as gw
+from graphwidget import examples as ex
+
+
+def ops(g: gw.GradGraph) -> list:
+    return [d["op"] for _, d in g.nx.nodes(data=True)]
+
+
+# -- structure ------------------------------------------------------------------------------------------------------
+
+def test_simple_graph_structure_and_edge_direction():
+    x = torch.randn(3, requires_grad=True)
+    w = torch.randn(3, requires_grad=True)
+    y = (x * w).sum()
+    g = gw.capture(y)
+    assert ops(g) == ["SumBackward0", "MulBackward0", "AccumulateGrad", "AccumulateGrad"]
+    assert g.meta["roots"] == [0]
+    # forward data flow: leaf -> mul -> sum
+    assert set(g.nx.edges) == {(1, 0), (2, 1), (3, 1)}
+    assert nx.is_directed_acyclic_graph(g.nx)
+    e = g.nx.edges[2, 1]
+    assert e["slot"] == 0 and e["output"] == 0 and e["shape"] == [3] and e["dtype"] == "float32"
+    assert g.nx.edges[3, 1]["slot"] == 1
+    mul = g.node(1)
+    assert mul["kind"] == "backward" and mul["outputs"] == [{"shape": [3], "dtype": "float32", "device": "cpu"}]
+    names = {s["name"] for s in mul["saved"]}
+    assert names == {"self", "other"}
+    assert mul["saved_bytes"] == 2 * 3 * 4
+    leaf = g.node(2)
+    assert leaf["kind"] == "leaf" and leaf["tensor"]["shape"] == [3] and leaf["tensor"]["requires_grad"]
+    s = g.summary()
+    assert s["nodes"] == 4 and s["edges"] == 3 and s["leaves"] == 2 and s["depth"] == 3
+    assert s["ops"]["AccumulateGrad"] == 2
+
+
+def test_saved_tensor_layout_facts():
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    conv = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)
+    y = conv(x.to(memory_format=torch.channels_last)).permute(0, 2, 3, 1)
+    z = (y * y.detach().transpose(1, 2)).sum()
+    g = gw.capture(z)
+    conv_node = g.node(g.nodes(op="ConvolutionBackward0")[0])
+    formats = {s["name"]: s["memory_format"] for s in conv_node["saved"]}
+    assert formats["weight"] == "channels_last" and formats["input"] == "channels_last"
+    mul = g.node(g.nodes(op="MulBackward0")[0])
+    other = next(s for s in mul["saved"] if s["name"] == "other")
+    assert other["contiguous"] is False and other["memory_format"] == "non_contiguous"
+    assert other["stride"] != sorted(other["stride"], reverse=True)
+    assert conv_node["attrs"]["stride"] == [1, 1] and conv_node["attrs"]["padding"] == [0, 0]
+
+
+def test_shared_subgraph_appears_once_and_ids_are_deterministic():
+    def program():
+        x = torch.ones(4, requires_grad=True)
+        a = x.exp()
+        return (a * a + a.sin()).sum()
+
+    g1, g2 = gw.capture(program()), gw.capture(program())
+    assert ops(g1).count("ExpBackward0") == 1
+    exp_id = g1.nodes(op="ExpBackward0")[0]
+    assert g1.nx.out_degree(exp_id) == 2  # feeds mul and sin
+    mul_id = g1.nodes(op="MulBackward0")[0]
+    e = g1.nx.edges[exp_id, mul_id]  # a * a: one edge, both slots kept
+    assert e["slot"] == 0 and e["also"] == [{"output": 0, "slot": 1, "shape": [4], "dtype": "float32"}]
+    assert g1.to_json() == g2.to_json()
+
+
+def test_storage_sharing_counts_distinct_storages_once():
+    big = torch.randn(1000, 100, requires_grad=True)
+    rows = [big[i] for i in range(5)]  # views of one storage
+    y = sum((r * r).sum() for r in rows)
+    g = gw.capture(y)
+    s = g.summary()
+    # every MulBackward0 saves two views of `big`'s storage: logical bytes are small, storage bytes are the whole
+    assert s["saved_bytes_logical"] == 5 * 2 * 100 * 4
+    mul = g.node(g.nodes(op="MulBackward0")[0])
+    assert all(t["storage_bytes"] == 1000 * 100 * 4 for t in mul["saved"])
+
+
+# -- the seed example ---------------------------------------------------------------------------------------------
+
+def test_homography_repeat_shows_the_big_tensors():
+    inp = ex.homography_inputs()
+    ga = gw.capture(ex.homography_repeat(**inp))
+    gb = gw.capture(ex.homography_broadcast(**ex.homography_inputs()))
+    # the repeat version has FEWER nodes ...
+    assert len(ga) < len(gb)
+    # ... but its selects operate on the repeated (8, 16384, 3, 3) tensor: visible in the node data
+    sel = [ga.node(n) for n in ga.nodes(op="SelectBackward0")]
+    big = [d for d in sel if d["attrs"]["self_sym_sizes"] == [8, 16384, 3, 3]]
+    assert len(big) == 12
+    assert all(d["outputs"][0]["shape"] == [8, 16384, 3] for d in big)
+    rep = [ga.node(n) for n in ga.nodes(op="RepeatBackward0")]
+    assert [8, 16384, 3, 3] in [d["outputs"][0]["shape"] for d in rep]
+    assert {tuple(d["attrs"]["repeats"]) for d in rep} >= {(1, 16384, 1, 1)}
+    # broadcast version: its selects are tiny
+    sel_b = [gb.node(n) for n in gb.nodes(op="SelectBackward0")]
+    assert max(d["attrs"]["self_sym_sizes"][0] * 9 for d in sel_b) <= 8 * 9
+
+
+def test_homography_versions_agree_numerically():
+    a_in, b_in = ex.homography_inputs(batch=2, height=16, width=16), ex.homography_inputs(batch=2, height=16,
+                                                                                        width=16)
+    a, b = ex.homography_repeat(**a_in), ex.homography_broadcast(**b_in)
+    torch.testing.assert_close(a, b)
+    a.sum().backward()
+    b.sum().backward()
+    torch.testing.assert_close(a_in["homo"].grad, b_in["homo"].grad)
+    torch.testing.assert_close(a_in["img"].grad, b_in["img"].grad)
+
+
+# -- freed graphs, retained graphs --------------------------------------------------------------------------------
+
+def test_freed_graph_is_captured_with_saved_marked_freed():
+    x = torch.randn(5, requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward()
+    g = gw.capture(y)
+    assert ops(g) == ["SumBackward0", "MulBackward0", "ExpBackward0", "AccumulateGrad"]
+    mul = g.node(1)
+    assert mul["outputs"][0]["shape"] == [5]  # structure and shapes survive
+    assert mul["saved"] and all(s["freed"] and s["shape"] is None for s in mul["saved"])
+    assert g.summary()["saved_tensors_freed"] >= 3
+    assert g.summary()["saved_bytes"] == 0
+
+
+def test_retained_graph_shows_sizes():
+    x = torch.randn(5, requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    mul = gw.capture(y).node(1)
+    assert all(not s["freed"] and s["bytes"] == 20 for s in mul["saved"])
+
+
+# -- nothing kept alive, nothing changed ------------------------------------------------------------------------
+
+def test_capture_keeps_no_tensor_alive():
+    x = torch.randn(256, 256, requires_grad=True)
+    h = torch.randn(256, 256)
+    y = (x * h).sum()
+    ref_h = weakref.ref(h)
+    g = gw.capture(y)
+    del h
+    gc.collect()
+    assert ref_h() is not None  # still saved by the graph (MulBackward0 saves `other`)
+    del y
+    gc.collect()
+    assert ref_h() is None, "the captured graph must not keep saved tensors alive"
+    assert len(g) == 3  # the graph object itself is still usable
+
+
+def test_capture_and_trace_do_not_change_gradients():
+    def run(instrument):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+        x = torch.randn(4, 8, requires_grad=True)
+        if instrument == "trace":
+            g = gw.trace(lambda: model(x).pow(2).mean())
+            loss = g.output
+        else:
+            loss = model(x).pow(2).mean()
+            if instrument == "capture":
+                gw.capture(loss, module=model)
+        loss.backward()
+        return [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+
+    plain = run(None)
+    for mode in ("capture", "trace"):
+        for a, b in zip(plain, run(mode)):
+            assert torch.equal(a, b), mode
+
+
+# -- bad input ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad,exc,words", [
+    (3.0, TypeError, "expects a torch.Tensor"),
+    ("loss", TypeError, "expects a torch.Tensor"),
+    (torch.randn(3), ValueError, "does not require grad"),
+    ([], ValueError, "empty"),
+    ([torch.randn(2, requires_grad=True), 5], TypeError, "item 1 is a int"),
+])
+def test_bad_input_errors_say_what_to_do(bad, exc, words):
+    with pytest.raises(exc, match=words):
+        gw.capture(bad)
+
+
+def test_no_grad_and_inference_mode_errors():
+    x = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        y = x * 2
+    with pytest.raises(ValueError, match="no_grad"):
+        gw.capture(y)
+    with torch.inference_mode():
+        z = x * 2
+    with pytest.raises(ValueError, match="inference_mode"):
+        gw.capture(z)
+
+
+def test_module_kwarg_must_be_a_module():
+    with pytest.raises(TypeError, match="nn.Module"):
+        gw.capture(torch.randn(2, requires_grad=True).sum(), module="model")
+
+
+# -- graph shapes that must come out right --------------------------------------------------------------------------
+
+def test_leaf_only():
+    x = torch.randn(2, requires_grad=True)
+    g = gw.capture(x)
+    assert ops(g) == ["AccumulateGrad"] and g.nx.number_of_edges() == 0
+    assert g.node(0)["tensor"]["shape"] == [2]
+
+
+def test_multiple_roots_list_and_dict():
+    x = torch.randn(3, requires_grad=True)
+    a, b = x.sin(), x.cos()
+    g = gw.capture([a, b])
+    assert sorted(ops(g)) == ["AccumulateGrad", "CosBackward0", "SinBackward0"]
+    assert len(g.meta["roots"]) == 2
+    assert len(gw.capture({"a": a, "b": b, "again": a})) == 3
+
+
+def test_custom_function_node():
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2
+
+    x = torch.randn(4, requires_grad=True)
+    g = gw.capture(Twice.apply(x).sum())
+    node = g.node(g.nodes(kind="custom")[0])
+    assert node["op"] == "TwiceBackward" and node["saved"][0]["shape"] == [4]
+    assert g.summary()["custom"] == 1
+
+
+def test_checkpoint_graph():
+    from torch.utils.checkpoint import checkpoint
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+    y = checkpoint(lambda t: lin(t).relu(), x, use_reentrant=False).sum()
+    g = gw.capture(y, module=lin)
+    assert "ReluBackward0" in ops(g) and "AddmmBackward0" in ops(g)
+    assert {d["tensor"]["name"] for _, d in g.nx.nodes(data=True) if d["kind"] == "leaf"} >= {"weight", "bias"}
+    y.backward()  # the captured graph still works
+    assert lin.weight.grad is not None
+
+
+def test_double_backward_graph():
+    x = torch.randn(3, requires_grad=True)
+    y = (x ** 3).sum()
+    (gx,) = torch.autograd.grad(y, x, create_graph=True)
+    g = gw.capture(gx.sum())
+    assert len(g) > 3 and "PowBackward1" in ops(g) or "PowBackward0" in ops(g)
+    assert g.nodes(kind="leaf")
+
+
+def test_complex_and_sparse_tensors():
+    z = torch.randn(4, dtype=torch.complex64, requires_grad=True)
+    g = gw.capture((z * z.conj()).real.sum())
+    dtypes = {o["dtype"] for _, d in g.nx.nodes(data=True) for o in d["outputs"] if o}
+    assert "complex64" in dtypes
+    i = torch.tensor([[0, 1], [1, 0]])
+    s = torch.sparse_coo_tensor(i, torch.tensor([1.0, 2.0]), (2, 2), requires_grad=True)
+    w = torch.randn(2, 2, requires_grad=True)
+    g2 = gw.capture(torch.sparse.mm(s, w).sum())
+    leaf = [d for _, d in g2.nx.nodes(data=True) if d["kind"] == "leaf" and d["tensor"]["memory_format"] == "sparse"]
+    assert leaf and leaf[0]["tensor"]["stride"] is None
+    json.loads(g2.to_json())
+
+
+def test_views_and_inplace():
+    x = torch.randn(4, 4, requires_grad=True)
+    y = x * 1
+    y[0].mul_(2)
+    y.t_()
+    g = gw.capture(y.sum())
+    assert "CopySlices" in ops(g) and any(op.startswith("TBackward") for op in ops(g))
+
+
+def test_transformer_encoder_layer_with_parameter_names():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+    layer.train()
+    x = torch.randn(2, 5, 16, requires_grad=True)
+    loss = layer(x).pow(2).mean()
+    g = gw.capture(loss, module=layer)
+    names = {d["tensor"]["name"] for _, d in g.nx.nodes(data=True) if d["kind"] == "leaf"}
+    assert {"self_attn.in_proj_weight", "linear1.weight", "norm2.bias"} <= names
+    assert len(g) > 40
+    assert nx.is_directed_acyclic_graph(g.nx)
+
+
+# -- JSON -----------------------------------------------------------------------------------------------------------
+
+def test_json_round_trip_is_exact():
+    g = gw.trace(ex.homography_repeat, **ex.homography_inputs(batch=2, height=8, width=8))
+    text = g.to_json()
+    g2 = gw.load_json(text)
+    assert g2.to_json() == text
+    assert dict(g2.nx.nodes(data=True)) == dict(g.nx.nodes(data=True))
+    assert list(g2.nx.edges(data=True)) == list(g.nx.edges(data=True))
+    assert g2.meta == g.meta
+    data = json.loads(text)
+    assert data["format"] == "graphwidget" and data["version"] == 1
+
+
+def test_load_json_rejects_garbage():
+    with pytest.raises(ValueError, match="not JSON"):
+        gw.load_json("{nope")
+    with pytest.raises(ValueError, match="not a graphwidget graph"):
+        gw.load_json("{}")
+    with pytest.raises(ValueError, match="version 99"):
+        gw.load_json(json.dumps({"format": "graphwidget", "version": 99, "nodes": [], "edges": []}))

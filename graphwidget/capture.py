@@ -227,8 +227,25 @@ _NO_SEQ = 2**63  # AccumulateGrad and some graph-root nodes report UINT64_MAX
 _NODE_TEMPLATE: Dict[str, Any] = {
     "op": None, "kind": None, "outputs": None, "saved": None, "attrs": None, "saved_bytes": 0, "tensor": None,
     "source": None, "code": None, "module": None, "out_stride": None, "out_contiguous": None,
-    "seq": None, "fwd_ms": None, "bwd_ms": None,
+    "seq": None, "fwd_ms": None, "bwd_ms": None, "grad_bytes": 0,
 }
+
+
+def _numel(shape: Tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+_ITEMSIZE: Dict[Any, int] = {}
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        size = _ITEMSIZE[dtype] = torch.empty((), dtype=dtype).element_size()
+    return size
 _EMPTY: Tuple[()] = ()
 
 
@@ -242,6 +259,7 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
     types = b.types
     out_cache = b.out_records
     template_copy = _NODE_TEMPLATE.copy
+    out_bytes: Dict[int, int] = {}  # id(output record) -> bytes of that tensor
     nodes: List[Dict[str, Any]] = []
     all_outputs: List[List[Optional[Dict[str, Any]]]] = []
     for fn in w.order:
@@ -265,6 +283,7 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
             if rec is None:
                 rec = out_cache[key] = {"shape": list(key[0]), "dtype": dtype_name(key[1]),
                                         "device": device_name(key[2])}
+                out_bytes[id(rec)] = _numel(key[0]) * _itemsize(key[1])
             outputs.append(rec)
         all_outputs.append(outputs)
         d = template_copy()
@@ -308,6 +327,17 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
             e = {"output": out_nr, "slot": slot, "shape": shape, "dtype": dtype, "also": None}
             first[u] = e
             append((u, v, e))
+        if first:
+            # What this node's backward materialises: one gradient per input, each the size of that input. A
+            # SelectBackward0 on a repeated tensor has a tiny output but writes a gradient the size of the whole
+            # repeated tensor — the number that explains the slow `repeat` backward.
+            total = 0
+            for slot, (child, out_nr) in enumerate(nxt):
+                if child is not None:
+                    outs = all_outputs[index[id(child)]]
+                    if out_nr < len(outs) and outs[out_nr] is not None:
+                        total += out_bytes[id(outs[out_nr])]
+            nodes[v]["grad_bytes"] = total
     return nodes, edges
 
 

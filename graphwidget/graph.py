@@ -18,7 +18,7 @@ SCHEMA_VERSION = 1
 #: Node record keys, in the order they are written to JSON.
 NODE_KEYS = (
     "op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
-    "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms",
+    "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes",
 )
 EDGE_KEYS = ("output", "slot", "shape", "dtype", "also")
 
@@ -103,15 +103,17 @@ class GradGraph:
             raise KeyError(f"no node {node_id!r} in this graph; ids run from 0 to {len(self) - 1}") from None
 
     def summary(self) -> Dict[str, Any]:
-        """Graph-wide numbers: node/edge/leaf counts, saved bytes (distinct storages and logical), depth,
-        a histogram of ops, and the timing totals when the graph was profiled."""
+        """Graph-wide numbers: node/edge/leaf counts, saved bytes (distinct storages and logical), the bytes of
+        gradients backward writes (``grad_bytes``), depth, a histogram of ops, and the timing totals when the
+        graph was profiled."""
         g = self.nx
         ops: Counter = Counter()
         leaves = custom = freed = 0
-        logical = 0
+        logical = grad = 0
         storages: Dict[Any, int] = {}
         for _, d in g.nodes(data=True):
             ops[d["op"]] += 1
+            grad += d.get("grad_bytes") or 0
             kind = d.get("kind")
             if kind == "leaf":
                 leaves += 1
@@ -136,6 +138,7 @@ class GradGraph:
             "saved_tensors_freed": freed,
             "saved_bytes": sum(storages.values()),
             "saved_bytes_logical": logical,
+            "grad_bytes": grad,
             "depth": dag_depth(g),
             "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
         }
@@ -173,6 +176,18 @@ class GradGraph:
         """Write a self-contained HTML viewer; see :func:`graphwidget.export_html`."""
         from .export import export_html
         return export_html(self, path, **kwargs)
+
+    def timing_table(self, top: Optional[int] = 20, by: str = "total", group: Optional[str] = None) -> Any:
+        """Slowest nodes (or op types / modules / lines with ``group=``) of a profiled graph; see
+        :func:`graphwidget.charts.timing_table`."""
+        from .charts import timing_table
+        return timing_table(self, top=top, by=by, group=group)
+
+    def figure(self, kind: str = "time", **kwargs: Any) -> Any:
+        """A plotly figure of timings (``"time"``, ``"op"``, ``"module"``, ``"pareto"``, ``"top"``) or saved memory
+        (``"memory"``); see :func:`graphwidget.charts.figure`."""
+        from .charts import figure
+        return figure(self, kind, **kwargs)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
         # Shown as the last expression of a cell: render as the widget.

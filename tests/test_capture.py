@@ -105,6 +105,10 @@ def test_homography_repeat_shows_the_big_tensors():
     rep = [ga.node(n) for n in ga.nodes(op="RepeatBackward0")]
     assert [8, 16384, 3, 3] in [d["outputs"][0]["shape"] for d in rep]
     assert {tuple(d["attrs"]["repeats"]) for d in rep} >= {(1, 16384, 1, 1)}
+    # what backward writes: each of those selects writes a gradient of the whole repeated tensor
+    assert all(ga.node(n)["grad_bytes"] == 8 * 16384 * 9 * 4 for n in ga.nodes(op="SelectBackward0")
+               if ga.node(n)["attrs"]["self_sym_sizes"] == [8, 16384, 3, 3])
+    assert ga.summary()["grad_bytes"] > 3 * gb.summary()["grad_bytes"]
     # broadcast version: its selects are tiny
     sel_b = [gb.node(n) for n in gb.nodes(op="SelectBackward0")]
     assert max(d["attrs"]["self_sym_sizes"][0] * 9 for d in sel_b) <= 8 * 9

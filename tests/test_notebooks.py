@@ -1,0 +1,130 @@
+"""Notebooks executed headless with nbclient (a real ipykernel): rich display of a GradGraph, the magics in a kernel,
+and notebooks/demo.ipynb top to bottom (with small sizes)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Sequence
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "notebooks" / "demo.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+pytestmark = pytest.mark.skipif(not (REPO / "graphwidget" / "static" / "widget.js").exists(),
+                                reason="widget bundle not built (cd js && npm install && npm run build)")
+
+
+@pytest.fixture()
+def kernel_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """Kernels started from here import this working tree and ignore the user's IPython profile."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    work = tmp_path / "work"
+    work.mkdir()
+    yield work
+
+
+def execute(nb: Any, cwd: Path, timeout: int = 120) -> Any:
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
+def notebook(cells: Sequence[str]) -> Any:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    return nb
+
+
+def outputs(cell: Any) -> List[Dict[str, Any]]:
+    return list(cell.get("outputs", []))
+
+
+def widget_views(nb: Any) -> List[str]:
+    """Model ids of the widget views the notebook displayed, in order."""
+    return [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells for o in outputs(c)
+            if WIDGET_VIEW in o.get("data", {})]
+
+
+def widget_state(nb: Any) -> Dict[str, Any]:
+    return nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+
+
+def assert_no_errors(nb: Any) -> None:
+    errors = [o for c in nb.cells for o in outputs(c) if o["output_type"] == "error"]
+    assert errors == [], errors
+    stderr = [o["text"] for c in nb.cells for o in outputs(c) if o.get("name") == "stderr"]
+    assert not [t for t in stderr if "Traceback" in t or "Error" in t], stderr
+
+
+def test_gradgraph_as_last_expression_renders_as_the_widget(kernel_env: Path) -> None:
+    nb = execute(notebook([
+        "import torch, graphwidget as gw\n"
+        "x = torch.randn(4, 3, requires_grad=True)\n"
+        "g = gw.capture((x.exp() @ x.T).sum(), title='tiny')\n"
+        "g",
+        "print(len(g))",
+    ]), kernel_env)
+    assert_no_errors(nb)
+    out = outputs(nb.cells[0])
+    assert len(out) == 1 and out[0]["output_type"] == "execute_result"
+    data = out[0]["data"]
+    assert WIDGET_VIEW in data and "text/plain" in data
+    model_id = data[WIDGET_VIEW]["model_id"]
+    # The view refers to a live anywidget model whose state nbclient recorded.
+    state = widget_state(nb)[model_id]
+    assert state["model_name"] == "AnyModel"
+    assert "_esm" in state["state"]
+    assert outputs(nb.cells[1])[0]["text"].strip() == "5"
+
+
+def test_magics_in_a_kernel(kernel_env: Path) -> None:
+    nb = notebook([
+        "%load_ext graphwidget\n"
+        "import torch\n"
+        "x = torch.randn(5, requires_grad=True)\n"
+        "loss = (x.sin() * 2).sum()",
+        "%gradgraph loss",
+        "%%gradgraph --trace --output y\n"
+        "y = x.exp()\n"
+        "z = 1",
+        "g = %gradgraph --trace (x * 3).sum()\n"
+        "print(g.node(0)['op'], g.node(0)['source'], g.node(0)['code'])",
+        "%gradgraph nope",
+    ])
+    nb.cells[-1].metadata["tags"] = ["raises-exception"]  # nbclient runs on past an expected error
+    execute(nb, kernel_env)
+    for i in (1, 2):
+        (out,) = outputs(nb.cells[i])
+        assert out["output_type"] == "execute_result" and WIDGET_VIEW in out["data"], out
+    assert len(set(widget_views(nb))) == 2
+    assert outputs(nb.cells[3])[0]["text"].strip() == "SumBackward0 In[4]:1 (x * 3).sum()"
+    # IPython shows a UsageError as a message on stderr, without a traceback.
+    (err,) = outputs(nb.cells[4])
+    assert err["output_type"] == "stream" and err["name"] == "stderr", err
+    assert err["text"].startswith("UsageError: %gradgraph: `nope` is not defined")
+    assert "Traceback" not in err["text"]
+
+
+def test_demo_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
+    nb = nbformat.read(str(DEMO), as_version=4)
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "the demo has one cell tagged 'parameters' (the sizes)"
+    params[0].source = "BATCH, HEIGHT, WIDTH = 2, 16, 16"
+    execute(nb, kernel_env)
+    assert_no_errors(nb)
+    # The widget, %gradgraph and %%gradgraph each rendered a view.
+    assert len(widget_views(nb)) == 3
+    html = [o["data"]["text/html"] for c in nb.cells for o in outputs(c) if "text/html" in o.get("data", {})]
+    assert any("gradients backward writes" in h for h in html)
+    text = "\n".join(o.get("text", "") for c in nb.cells for o in outputs(c))
+    assert "<GradGraph 'repeat'" in text and "<GradGraph 'vectorised'" in text
+    assert "graphwidget: wrote select_loop.html" in text
+    for name in ("homography_repeat.html", "select_loop.html"):
+        assert (kernel_env / name).stat().st_size > 10_000

@@ -1,0 +1,89 @@
+"""``export_html``: one self-contained HTML file that shows a graph without Jupyter, a server or the network.
+
+The page inlines the viewer bundle (its CSS is inside it) and the graph as gzip + base64 (base64 has no ``<``, ``>``
+or ``&``, so no string in the graph can close the script element it sits in). A Content-Security-Policy forbids
+every fetch, so even a hostile string that somehow became markup could not load anything.
+"""
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from . import _bundle
+from ._version import __version__
+
+__all__ = ["export_html", "render_html"]
+
+# 'unsafe-inline' is what inline <script> elements need; nothing may be fetched (default-src 'none'), the layout
+# worker starts from a blob: URL.
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; worker-src blob:; "
+       "img-src data: blob:; font-src data:")
+
+
+def _inline_script(js: str) -> str:
+    # "</script" inside an inline script would end the element early; "<\/" means the same in any JS string.
+    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def _charts_html(charts: Sequence[Any]) -> list:
+    """Plotly figures → HTML. plotly.js is inlined once from the installed plotly package, never a CDN."""
+    out = []
+    first = True
+    for fig in charts:
+        if isinstance(fig, str):
+            out.append(fig)
+            continue
+        import plotly.io as pio  # only when charts are asked for
+        out.append(pio.to_html(fig, full_html=False, include_plotlyjs=True if first else False,
+                               include_mathjax=False, config={"displaylogo": False}))
+        first = False
+    return out
+
+
+def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[Iterable[str]] = None,
+                charts: Optional[Sequence[Any]] = None) -> str:
+    """The HTML text :func:`export_html` writes."""
+    payload = _bundle.graph_payload(obj, caller="export_html")
+    viewer = _bundle.read_bundle(_bundle.VIEWER_JS)
+    data = base64.b64encode(payload.gzipped()).decode("ascii")
+    page_title = title if title is not None else (payload.meta.get("title") or "autograd graph")
+    extras = list(extra_html or []) + _charts_html(list(charts or []))
+    csp = CSP if not charts else CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'unsafe-eval'")
+    extra_block = (f'<section class="gw-extra">\n{chr(10).join(extras)}\n</section>\n' if extras else "")
+    height = "86vh" if extras else "100vh"
+    return (
+        "<!doctype html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="generator" content="graphwidget {html.escape(__version__)}">\n'
+        f"<title>{html.escape(str(page_title))}</title>\n"
+        "<style>html,body{margin:0;padding:0;background:#fff}"
+        f"#gw-root{{height:{height};border:0}}"
+        ".gw-extra{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}</style>\n"
+        "</head>\n<body>\n"
+        '<div id="gw-root" class="graphwidget-root" data-gw-state="loading"></div>\n'
+        "<noscript>This page needs JavaScript to draw the graph.</noscript>\n"
+        f'<script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64">{data}</script>\n'
+        f"{extra_block}"
+        f"<script>{_inline_script(viewer)}</script>\n"
+        "</body>\n</html>\n"
+    )
+
+
+def export_html(obj: Any, path: Union[str, Path], *, title: Optional[str] = None,
+                extra_html: Optional[Iterable[str]] = None, charts: Optional[Sequence[Any]] = None) -> Path:
+    """Write a self-contained HTML viewer for ``obj`` to ``path`` and return the path.
+
+    ``obj``: a GradGraph (anything with ``.to_json()``), a dict in schema form, or its JSON string.
+    ``title``: the page title (default: the graph's ``meta.title``).
+    ``extra_html``: trusted HTML fragments appended below the viewer (not escaped — do not pass graph strings).
+    ``charts``: plotly figures (or HTML strings) appended below the viewer; plotly.js is inlined from the installed
+    ``plotly`` package.
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(obj, title=title, extra_html=extra_html, charts=charts), encoding="utf-8")
+    return out

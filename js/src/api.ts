@@ -1,0 +1,109 @@
+/**
+ * Automation API on the root element (`el.graphwidget`), for tests, notebooks driving the view from JS, and
+ * anyone embedding the export. Documented in docs/viewer.md.
+ */
+import type { App } from "./app";
+import { isMetricName, type MetricName } from "./colour";
+
+export interface GraphWidgetApi {
+  /** resolves when the first complete drawing is on screen */
+  ready: Promise<void>;
+  /** resolves when the latest layout (after expand/collapse/select) is drawn */
+  idle(): Promise<void>;
+  nodeCount(): number;
+  edgeCount(): number;
+  graphNodeCount(): number;
+  graphEdgeCount(): number;
+  visibleNodeIds(): number[];
+  groups(): { id: string; kind: string; label: string; size: number }[];
+  select(id: number | null): Promise<boolean>;
+  selected(): number | null;
+  inspectorText(): string;
+  search(query: string): number;
+  searchNext(): Promise<number | null>;
+  highlightedIds(): (number | string)[];
+  colourBy(metric: MetricName): void;
+  colour(): MetricName;
+  legendText(): string;
+  expand(groupId: string): Promise<void>;
+  collapse(groupId: string): Promise<void>;
+  expandAll(): Promise<void>;
+  collapseAll(): Promise<void>;
+  nodeScreenPosition(id: number | string): { x: number; y: number } | null;
+  edgeScreenPosition(source: number | string, target: number | string): { x: number; y: number } | null;
+  centre(id: number | string): boolean;
+  fit(): void;
+  readonly timings: Record<string, number | string>;
+  readonly error: string | null;
+}
+
+export function attachApi(app: App): GraphWidgetApi {
+  const view = () => app.pane?.view ?? null;
+  const itemOf = (id: number | string): number => {
+    const v = view();
+    if (!v || !app.model) return -1;
+    if (typeof id === "string") return v.itemOfCluster.get(id) ?? -1;
+    const i = app.model.indexOf.get(id);
+    return i === undefined ? -1 : v.rep[i];
+  };
+  const cluster = (id: string) => {
+    const c = app.hier?.clusters.get(id);
+    if (!c) throw new Error(`no group with id ${JSON.stringify(id)}`);
+    return c;
+  };
+  const api: GraphWidgetApi = {
+    ready: app.ready,
+    idle: async () => { await app.ready; await app.pane?.idle(); },
+    nodeCount: () => view()?.items.length ?? 0,
+    edgeCount: () => view()?.edges.length ?? 0,
+    graphNodeCount: () => app.model?.n ?? 0,
+    graphEdgeCount: () => app.model?.edges.length ?? 0,
+    visibleNodeIds: () => (view()?.items ?? []).filter((it) => it.node >= 0).map((it) => app.model!.nodes[it.node].id),
+    groups: () => (view()?.items ?? []).filter((it) => it.cluster).map((it) => ({ id: it.cluster!.id, kind: it.cluster!.kind, label: it.label, size: it.cluster!.size })),
+    select: (id) => app.selectId(id, true, false),
+    selected: () => (app.pane && app.pane.selectedNode >= 0 ? app.model!.nodes[app.pane.selectedNode].id : null),
+    inspectorText: () => {
+      const el = app.root.querySelector<HTMLElement>(".gw-tab-inspector");
+      return el ? (el.hidden ? el.textContent ?? "" : el.innerText) : "";
+    },
+    search: (q) => app.search(q),
+    searchNext: () => app.searchStep(1),
+    highlightedIds: () => {
+      // drawn items holding at least one search match: node ids, or group ids for matches inside groups
+      const v = view(), mask = app.matchMask();
+      if (!v || !mask) return [];
+      const hit = new Uint8Array(v.items.length);
+      for (let i = 0; i < mask.length; i++) if (mask[i]) hit[v.rep[i]] = 1;
+      const out: (number | string)[] = [];
+      v.items.forEach((it, k) => { if (hit[k]) out.push(it.cluster ? it.cluster.id : app.model!.nodes[it.node].id); });
+      return out;
+    },
+    colourBy: (m) => {
+      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use saved_bytes, bwd_ms, fwd_ms, output_bytes or none`);
+      app.colourBy(m, false);
+    },
+    colour: () => app.metric,
+    legendText: () => app.root.querySelector(".gw-legend")?.textContent ?? "",
+    expand: (id) => app.pane!.expand(cluster(id)),
+    collapse: (id) => app.pane!.collapse(cluster(id)),
+    expandAll: () => app.expandAll(),
+    collapseAll: () => app.collapseAll(),
+    nodeScreenPosition: (id) => app.pane?.itemClientPosition(itemOf(id)) ?? null,
+    edgeScreenPosition: (a, b) => app.pane?.edgeClientPosition(itemOf(a), itemOf(b)) ?? null,
+    centre: (id) => {
+      const i = itemOf(id);
+      if (i < 0) return false;
+      app.pane!.centreItem(i);
+      app.pane!.drawNow();
+      return true;
+    },
+    fit: () => { app.pane?.fit(); app.pane?.drawNow(); },
+    get timings() {
+      const p = app.pane?.timings;
+      return { decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };
+    },
+    get error() { return app.error; },
+  };
+  (app.root as HTMLElement & { graphwidget?: GraphWidgetApi }).graphwidget = api;
+  return api;
+}

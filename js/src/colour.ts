@@ -1,0 +1,152 @@
+/**
+ * Colour-by metrics and the colour scale.
+ *
+ * Values span orders of magnitude (a 4-byte scalar next to a 4 GiB activation), so the scale is logarithmic
+ * between the smallest positive and the largest value. The palette runs from a pale yellow that recedes to a
+ * dark red that does not; on top of that, "hot" nodes (the top of the distribution, see hotThreshold) get a
+ * thick outline so they jump out even when zoomed far out.
+ */
+import type { GraphNode } from "./types";
+import { dtypeBytes, formatBytes, formatMs, numel } from "./format";
+
+export type MetricName = "saved_bytes" | "bwd_ms" | "fwd_ms" | "output_bytes" | "none";
+
+export interface MetricDef {
+  name: MetricName;
+  label: string;
+  /** value of one node, NaN when the graph does not have it */
+  value(n: GraphNode): number;
+  format(v: number): string;
+}
+
+export function outputBytes(n: GraphNode): number {
+  if (!n.outputs) return NaN;
+  let total = 0;
+  let known = false;
+  for (const o of n.outputs) {
+    if (!o || !o.shape) continue;
+    const size = dtypeBytes(o.dtype);
+    if (size === null) continue;
+    total += numel(o.shape) * size;
+    known = true;
+  }
+  return known ? total : NaN;
+}
+
+export const METRICS: Record<MetricName, MetricDef> = {
+  saved_bytes: { name: "saved_bytes", label: "saved bytes", value: (n) => n.saved_bytes ?? NaN, format: formatBytes },
+  bwd_ms: { name: "bwd_ms", label: "backward time", value: (n) => n.bwd_ms ?? NaN, format: formatMs },
+  fwd_ms: { name: "fwd_ms", label: "forward time", value: (n) => n.fwd_ms ?? NaN, format: formatMs },
+  output_bytes: { name: "output_bytes", label: "output size", value: outputBytes, format: formatBytes },
+  none: { name: "none", label: "nothing (by kind)", value: () => NaN, format: () => "" },
+};
+
+export const METRIC_ORDER: MetricName[] = ["saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none"];
+
+export function isMetricName(s: unknown): s is MetricName {
+  return typeof s === "string" && s in METRICS;
+}
+
+/** The issue's rule: timed graphs open on backward time, the rest on saved bytes. */
+export function defaultMetric(timed: boolean): MetricName {
+  return timed ? "bwd_ms" : "saved_bytes";
+}
+
+/** Pale → hot. Chosen so dark text stays readable on the first two thirds and white on the last third. */
+export const PALETTE = ["#fff7bc", "#fee391", "#fec44f", "#fe9929", "#ec7014", "#cc4c02", "#993404", "#662506"];
+export const MISSING_COLOUR = "#e9ecf1";
+const MIN_RANGE = 100;
+
+export interface Scale {
+  metric: MetricName;
+  min: number; // smallest positive value
+  max: number;
+  /** values at or above are "hot" (outlined); Infinity when nothing stands out */
+  hot: number;
+  hasData: boolean;
+  /** 0..1 position of a value on the scale, NaN for missing */
+  t(v: number): number;
+  colour(v: number): string;
+}
+
+export function makeScale(metric: MetricName, values: ArrayLike<number>): Scale {
+  let min = Infinity;
+  let max = -Infinity;
+  let any = false;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (!Number.isFinite(v)) continue;
+    any = true;
+    if (v > 0 && v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (!any || max <= 0) { min = 1; max = Math.max(max, 1); }
+  if (!Number.isFinite(min)) min = max;
+  // at least two decades: 32.4 vs 32.6 MiB must not look like pale vs dark
+  min = Math.min(min, max / MIN_RANGE);
+  const lmin = Math.log(min);
+  const span = Math.log(max) - lmin;
+  const t = (v: number): number => {
+    if (!Number.isFinite(v)) return NaN;
+    if (v <= 0) return 0;
+    return Math.min(1, Math.max(0, (Math.log(v) - lmin) / span));
+  };
+  const hot = any ? hotThreshold(values) : Infinity;
+  return { metric, min, max, hot, hasData: any && metric !== "none", t, colour: (v) => colourAt(t(v)) };
+}
+
+/**
+ * "Expensive" = in the top 5 % AND at least a tenth of the maximum AND above the median. The last two stop a flat
+ * distribution (every op the same size) from outlining everything.
+ */
+export function hotThreshold(values: ArrayLike<number>): number {
+  const vs: number[] = [];
+  for (let i = 0; i < values.length; i++) if (Number.isFinite(values[i]) && values[i] > 0) vs.push(values[i]);
+  if (vs.length === 0) return Infinity;
+  vs.sort((a, b) => a - b);
+  const max = vs[vs.length - 1];
+  const median = vs[Math.floor((vs.length - 1) / 2)];
+  const q95 = vs[Math.min(vs.length - 1, Math.floor(vs.length * 0.95))];
+  const thr = Math.max(q95, 0.1 * max);
+  if (thr <= median && vs.length > 1) {
+    // everything at the top is the median: find the first value strictly above it, if any
+    const above = vs.find((v) => v > median && v >= thr);
+    return above ?? Infinity;
+  }
+  return thr;
+}
+
+export function colourAt(t: number): string {
+  if (!Number.isFinite(t)) return MISSING_COLOUR;
+  const x = Math.min(1, Math.max(0, t)) * (PALETTE.length - 1);
+  const i = Math.min(PALETTE.length - 2, Math.floor(x));
+  return mix(PALETTE[i], PALETTE[i + 1], x - i);
+}
+
+/** Quantised colour index so the renderer can batch fills into a handful of paths. */
+export const BUCKETS = 32;
+export function bucketOf(t: number): number {
+  if (!Number.isFinite(t)) return -1;
+  return Math.min(BUCKETS - 1, Math.max(0, Math.round(t * (BUCKETS - 1))));
+}
+export const BUCKET_COLOURS: string[] = Array.from({ length: BUCKETS }, (_, i) => colourAt(i / (BUCKETS - 1)));
+
+/** Whether label text on this fill should be white. */
+export function darkFill(t: number): boolean {
+  return Number.isFinite(t) && t > 0.55;
+}
+
+function mix(a: string, b: string, f: number): string {
+  const pa = parseInt(a.slice(1), 16);
+  const pb = parseInt(b.slice(1), 16);
+  const ch = (p: number, s: number) => (p >> s) & 255;
+  const c = (s: number) => Math.round(ch(pa, s) + (ch(pb, s) - ch(pa, s)) * f);
+  return `#${((1 << 24) | (c(16) << 16) | (c(8) << 8) | c(0)).toString(16).slice(1)}`;
+}
+
+/** Tick values for the legend: min, geometric middle, max. */
+export function legendTicks(s: Scale): number[] {
+  if (!s.hasData) return [];
+  if (s.max <= s.min) return [s.max];
+  return [s.min, Math.sqrt(s.min * s.max), s.max];
+}

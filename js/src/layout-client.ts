@@ -1,0 +1,74 @@
+/**
+ * Runs layouts off the main thread so the page never freezes. If a worker cannot be created (a strict
+ * Content-Security-Policy forbids blob: workers, as some notebook front ends do), it falls back to running the
+ * same code on the main thread after a frame, and says so in `mode`.
+ */
+import workerSource from "virtual:layout-worker";
+import { computeLayout } from "./layout";
+import type { LayoutInput, LayoutResult } from "./layout-types";
+
+type Pending = { resolve: (r: LayoutResult) => void; reject: (e: Error) => void };
+
+export class LayoutClient {
+  mode: "worker" | "main-thread" = "worker";
+  private worker: Worker | null = null;
+  private url: string | null = null;
+  private seq = 0;
+  private pending = new Map<number, Pending>();
+
+  constructor() {
+    try {
+      this.url = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
+      this.worker = new Worker(this.url);
+      this.worker.onmessage = (ev: MessageEvent<{ id: number; result?: LayoutResult; error?: string }>) => {
+        const p = this.pending.get(ev.data.id);
+        if (!p) return;
+        this.pending.delete(ev.data.id);
+        if (ev.data.result) p.resolve(ev.data.result);
+        else p.reject(new Error(`layout failed: ${ev.data.error}`));
+      };
+      this.worker.onerror = (ev) => {
+        ev.preventDefault();
+        this.fallBack();
+      };
+    } catch {
+      this.fallBack();
+    }
+  }
+
+  layout(input: LayoutInput): Promise<LayoutResult> {
+    if (!this.worker) return runHere(input);
+    const id = ++this.seq;
+    return new Promise<LayoutResult>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      // copies, not transfers: the caller keeps its arrays (they are small next to the graph)
+      this.worker!.postMessage({ id, input });
+    }).catch((err: Error) => {
+      if (this.worker) throw err;
+      return runHere(input);
+    });
+  }
+
+  /** Worker refused (CSP) or crashed: retry everything still pending on the main thread. */
+  private fallBack(): void {
+    this.dispose();
+    this.mode = "main-thread";
+    for (const [, p] of this.pending) p.reject(new Error("worker unavailable"));
+    this.pending.clear();
+  }
+
+  dispose(): void {
+    this.worker?.terminate();
+    this.worker = null;
+    if (this.url) URL.revokeObjectURL(this.url);
+    this.url = null;
+  }
+}
+
+function runHere(input: LayoutInput): Promise<LayoutResult> {
+  return new Promise((resolve, reject) =>
+    setTimeout(() => {
+      try { resolve(computeLayout(input)); } catch (e) { reject(e as Error); }
+    }, 0),
+  );
+}

@@ -1,0 +1,66 @@
+/** Box sizes from text widths. Widths are cached per string: op names repeat thousands of times. */
+export const FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+export const LABEL_FONT = `600 12px ${FONT_FAMILY}`;
+export const SUB_FONT = `10px ${FONT_FAMILY}`;
+const PAD = 10;
+const MIN_W = 56;
+const MAX_W = 240;
+const GLYPH_W = 18; // room for the expand mark on group boxes
+
+type Ctx = { font: string; measureText(s: string): { width: number } };
+
+export class TextMeasurer {
+  private ctx: Ctx;
+  private cache = new Map<string, number>();
+
+  constructor() {
+    const c = typeof OffscreenCanvas !== "undefined" ? new OffscreenCanvas(1, 1).getContext("2d") : document.createElement("canvas").getContext("2d");
+    // no canvas (jsdom-less unit tests): approximate 7 px per character
+    this.ctx = (c as Ctx | null) ?? { font: "", measureText: (s: string) => ({ width: s.length * 7 }) };
+  }
+
+  width(text: string, font: string): number {
+    const key = `${font}\u0000${text}`;
+    let w = this.cache.get(key);
+    if (w === undefined) {
+      this.ctx.font = font;
+      w = this.ctx.measureText(text).width;
+      if (this.cache.size > 50000) this.cache.clear();
+      this.cache.set(key, w);
+    }
+    return w;
+  }
+
+  /** Cuts text with an ellipsis to fit maxWidth (binary search on the length). */
+  fit(text: string, font: string, maxWidth: number): string {
+    if (this.width(text, font) <= maxWidth) return text;
+    let lo = 0, hi = text.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.width(`${text.slice(0, mid)}…`, font) <= maxWidth) lo = mid; else hi = mid - 1;
+    }
+    return `${text.slice(0, lo)}…`;
+  }
+
+  /** Cuts from the left: the end of a module path ("…layers.3.attn") is the part that tells boxes apart. */
+  fitLeft(text: string, font: string, maxWidth: number): string {
+    if (this.width(text, font) <= maxWidth) return text;
+    let lo = 0, hi = text.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.width(`…${text.slice(text.length - mid)}`, font) <= maxWidth) lo = mid; else hi = mid - 1;
+    }
+    return `…${text.slice(text.length - lo)}`;
+  }
+
+  box = (label: string, sublabel: string, group: boolean, cutLeft = false): { w: number; h: number; dl: string; ds: string } => {
+    const extra = group ? GLYPH_W : 0;
+    const inner = MAX_W - 2 * PAD - extra;
+    const dl = cutLeft ? this.fitLeft(label, LABEL_FONT, inner) : this.fit(label, LABEL_FONT, inner);
+    const ds = this.fit(sublabel, SUB_FONT, inner);
+    const tw = Math.max(this.width(dl, LABEL_FONT), ds ? this.width(ds, SUB_FONT) : 0);
+    const w = Math.min(MAX_W, Math.max(MIN_W, Math.ceil(tw) + 2 * PAD + extra));
+    const h = group ? 40 : ds ? 36 : 26;
+    return { w, h, dl, ds };
+  };
+}

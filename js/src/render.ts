@@ -1,0 +1,264 @@
+/**
+ * Canvas 2D drawing of a laid-out view. Only what intersects the viewport is drawn; fills are batched by colour
+ * bucket and strokes by style so 10k visible elements cost a few dozen canvas calls, not thousands.
+ * Text is drawn with fillText: graph strings can never become markup.
+ */
+import { BUCKET_COLOURS, MISSING_COLOUR, bucketOf, darkFill } from "./colour";
+import { LABEL_FONT, SUB_FONT } from "./measure";
+import type { ViewGraph } from "./view";
+
+export interface Camera { s: number; tx: number; ty: number; }
+
+export interface Theme {
+  bg: string; edge: string; edgeHi: string; text: string; textMuted: string; stroke: string;
+  select: string; match: string; hot: string; group: string;
+}
+
+export const LIGHT: Theme = {
+  bg: "#fbfbfc", edge: "#9aa3af", edgeHi: "#2563eb", text: "#1f2328", textMuted: "#57606a", stroke: "#6b7280",
+  select: "#2563eb", match: "#d946ef", hot: "#7f1d1d", group: "#374151",
+};
+
+export const KIND_BACKWARD = 0, KIND_CUSTOM = 1, KIND_LEAF = 2, KIND_GROUP = 3;
+
+export interface Paint {
+  view: ViewGraph;
+  /** per edge: minX, minY, maxX, maxY */
+  edgeBox: Float32Array;
+  /** per item: position on the colour scale (NaN = no data) */
+  t: Float64Array;
+  hot: Uint8Array;
+  kind: Uint8Array;
+  selected: number;
+  hoverItem: number;
+  hoverEdge: number;
+  /** per item: 1 when it is or contains a search match */
+  matches: Uint8Array | null;
+  currentMatch: number;
+}
+
+export interface DrawStats { nodes: number; edges: number; ms: number; }
+
+export function edgeBoxes(view: ViewGraph): Float32Array {
+  const box = new Float32Array(view.edges.length * 4);
+  view.edges.forEach((e, k) => {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    const p = e.points!;
+    for (let i = 0; i < p.length; i += 2) {
+      x0 = Math.min(x0, p[i]); x1 = Math.max(x1, p[i]); y0 = Math.min(y0, p[i + 1]); y1 = Math.max(y1, p[i + 1]);
+    }
+    box.set([x0, y0, x1, y1], k * 4);
+  });
+  return box;
+}
+
+/** Adds one edge to the current path: a vertical S-curve for two points, a smoothed polyline otherwise. */
+export function traceEdge(ctx: CanvasRenderingContext2D, p: Float32Array): void {
+  const n = p.length / 2;
+  ctx.moveTo(p[0], p[1]);
+  if (n === 2) {
+    const my = (p[1] + p[3]) / 2;
+    ctx.bezierCurveTo(p[0], my, p[2], my, p[2], p[3]);
+    return;
+  }
+  for (let i = 1; i < n - 1; i++) {
+    const mx = (p[2 * i] + p[2 * i + 2]) / 2, my = (p[2 * i + 1] + p[2 * i + 3]) / 2;
+    ctx.quadraticCurveTo(p[2 * i], p[2 * i + 1], mx, my);
+  }
+  ctx.lineTo(p[2 * n - 2], p[2 * n - 1]);
+}
+
+function arrowHead(ctx: CanvasRenderingContext2D, p: Float32Array, size: number): void {
+  const n = p.length / 2;
+  const x = p[2 * n - 2], y = p[2 * n - 1];
+  let dx: number, dy: number;
+  if (n === 2) { dx = 0; dy = p[3] >= p[1] ? 1 : -1; } else { dx = x - p[2 * n - 4]; dy = y - p[2 * n - 3]; }
+  const len = Math.hypot(dx, dy) || 1;
+  dx /= len; dy /= len;
+  ctx.moveTo(x, y);
+  ctx.lineTo(x - dx * size - dy * size * 0.5, y - dy * size + dx * size * 0.5);
+  ctx.lineTo(x - dx * size + dy * size * 0.5, y - dy * size - dx * size * 0.5);
+  ctx.closePath();
+}
+
+function box(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number, r: number, detailed: boolean): void {
+  if (detailed && ctx.roundRect) ctx.roundRect(x, y, w, h, r);
+  else ctx.rect(x, y, w, h);
+}
+
+export function draw(ctx: CanvasRenderingContext2D, cam: Camera, cssW: number, cssH: number, dpr: number, p: Paint, th: Theme): DrawStats {
+  const t0 = performance.now();
+  const { items, edges } = p.view;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = th.bg;
+  ctx.fillRect(0, 0, cssW, cssH);
+  ctx.setTransform(dpr * cam.s, 0, 0, dpr * cam.s, dpr * cam.tx, dpr * cam.ty);
+  const s = cam.s;
+  const px = 1 / s; // one screen pixel in world units
+  const vx0 = -cam.tx / s, vy0 = -cam.ty / s, vx1 = (cssW - cam.tx) / s, vy1 = (cssH - cam.ty) / s;
+  const detailed = s > 0.35;
+  const text = s >= 0.45; // labels from ~5.4 px: small but legible, and the fitted view of a mid-size graph is not blank boxes
+
+  // ---- edges ----
+  const visibleEdges: number[] = [];
+  const hiEdges: number[] = [];
+  const eb = p.edgeBox;
+  for (let k = 0; k < edges.length; k++) {
+    if (eb[4 * k + 2] < vx0 || eb[4 * k] > vx1 || eb[4 * k + 3] < vy0 || eb[4 * k + 1] > vy1) continue;
+    const e = edges[k];
+    if (k === p.hoverEdge || e.s === p.selected || e.t === p.selected) hiEdges.push(k);
+    else visibleEdges.push(k);
+  }
+  ctx.lineCap = "round";
+  ctx.strokeStyle = th.edge;
+  ctx.fillStyle = th.edge;
+  const strokeEdges = (list: number[], width: number) => {
+    // aggregated edges (many tensors between two groups) are drawn thicker, by count class
+    const classes = new Map<number, number[]>();
+    for (const k of list) {
+      const c = Math.min(4, Math.floor(Math.log2(edges[k].count)));
+      const arr = classes.get(c);
+      if (arr) arr.push(k); else classes.set(c, [k]);
+    }
+    for (const [c, ks] of classes) {
+      ctx.lineWidth = (width + c * 0.8) * px;
+      ctx.beginPath();
+      for (const k of ks) traceEdge(ctx, edges[k].points!);
+      ctx.stroke();
+    }
+    if (detailed) {
+      ctx.beginPath();
+      for (const k of list) arrowHead(ctx, edges[k].points!, 7 * Math.min(px, 2));
+      ctx.fill();
+    }
+  };
+  strokeEdges(visibleEdges, 1.1);
+  if (hiEdges.length) {
+    ctx.strokeStyle = th.edgeHi;
+    ctx.fillStyle = th.edgeHi;
+    strokeEdges(hiEdges, 2.2);
+  }
+
+  // ---- nodes ----
+  const vis: number[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    if (it.x + it.w / 2 < vx0 || it.x - it.w / 2 > vx1 || it.y + it.h / 2 < vy0 || it.y - it.h / 2 > vy1) continue;
+    vis.push(i);
+  }
+  const radius = (i: number) => (p.kind[i] === KIND_LEAF ? items[i].h / 2 : 5);
+  // groups: a second box peeking out behind reads as "a stack of nodes"
+  if (detailed) {
+    ctx.beginPath();
+    for (const i of vis) if (p.kind[i] === KIND_GROUP) { const it = items[i]; box(ctx, it.x - it.w / 2 + 4, it.y - it.h / 2 + 4, it.w, it.h, 5, true); }
+    ctx.fillStyle = "#d1d5db";
+    ctx.fill();
+  }
+  const byBucket = new Map<number, number[]>();
+  for (const i of vis) {
+    const b = bucketOf(p.t[i]);
+    const arr = byBucket.get(b);
+    if (arr) arr.push(i); else byBucket.set(b, [i]);
+  }
+  for (const [b, list] of byBucket) {
+    ctx.beginPath();
+    for (const i of list) { const it = items[i]; box(ctx, it.x - it.w / 2, it.y - it.h / 2, it.w, it.h, radius(i), detailed); }
+    ctx.fillStyle = b < 0 ? MISSING_COLOUR : BUCKET_COLOURS[b];
+    ctx.fill();
+  }
+  if (detailed || vis.length < 3000) {
+    const strokeSet = (pred: (i: number) => boolean, colour: string, width: number, dash: number[] = []) => {
+      ctx.beginPath();
+      let any = false;
+      for (const i of vis) if (pred(i)) { any = true; const it = items[i]; box(ctx, it.x - it.w / 2, it.y - it.h / 2, it.w, it.h, radius(i), detailed); }
+      if (!any) return;
+      ctx.setLineDash(dash.map((d) => d * px));
+      ctx.strokeStyle = colour;
+      ctx.lineWidth = width * px;
+      ctx.stroke();
+      ctx.setLineDash([]);
+    };
+    strokeSet((i) => p.kind[i] === KIND_BACKWARD || p.kind[i] === KIND_LEAF, th.stroke, 1);
+    strokeSet((i) => p.kind[i] === KIND_CUSTOM, th.stroke, 1.5, [4, 3]);
+    strokeSet((i) => p.kind[i] === KIND_GROUP, th.group, 2);
+  }
+  // hot nodes: thick dark outline, drawn at any zoom so they stay visible as specks when zoomed out
+  const ring = (list: number[], colour: string, width: number, gap: number) => {
+    if (!list.length) return;
+    ctx.beginPath();
+    for (const i of list) {
+      const it = items[i];
+      const g = gap * px + (width * px) / 2;
+      box(ctx, it.x - it.w / 2 - g, it.y - it.h / 2 - g, it.w + 2 * g, it.h + 2 * g, radius(i) + g, detailed);
+    }
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = width * px;
+    ctx.stroke();
+  };
+  ring(vis.filter((i) => p.hot[i]), th.hot, 3.5, 0);
+  if (p.matches) ring(vis.filter((i) => p.matches![i] && i !== p.currentMatch), th.match, 2.5, 3);
+  if (p.currentMatch >= 0) ring([p.currentMatch], th.match, 4.5, 3);
+  if (p.hoverItem >= 0) ring([p.hoverItem], th.edgeHi, 1.5, 1);
+  if (p.selected >= 0) ring([p.selected], th.select, 3.5, 5);
+
+  // ---- text ----
+  if (text) {
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "left";
+    for (const i of vis) {
+      const it = items[i];
+      const light = darkFill(p.t[i]);
+      const left = it.x - it.w / 2 + 10;
+      const lineY = it.ds ? it.y - 7 : it.y;
+      ctx.font = LABEL_FONT;
+      ctx.fillStyle = light ? "#ffffff" : th.text;
+      ctx.fillText(it.dl, left, lineY);
+      if (it.ds) {
+        ctx.font = SUB_FONT;
+        ctx.fillStyle = light ? "#f3f4f6" : p.t[i] > 0.3 ? th.text : th.textMuted;
+        ctx.fillText(it.ds, left, it.y + 8);
+      }
+      if (p.kind[i] === KIND_GROUP) {
+        ctx.font = LABEL_FONT;
+        ctx.fillText("+", it.x + it.w / 2 - 16, it.y);
+      }
+    }
+    // how many tensors an aggregated edge stands for
+    ctx.font = SUB_FONT;
+    ctx.fillStyle = th.textMuted;
+    ctx.textAlign = "center";
+    for (const k of visibleEdges.concat(hiEdges)) {
+      const e = edges[k];
+      if (e.count < 2) continue;
+      const q = e.points!;
+      const mid = Math.floor(q.length / 4) * 2;
+      ctx.fillText(`×${e.count}`, (q[mid] + q[q.length - 2]) / 2 + 8, (q[mid + 1] + q[q.length - 1]) / 2);
+    }
+  }
+  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, ms: performance.now() - t0 };
+}
+
+/** Squared distance from (x, y) to the edge's drawn shape (curve sampled into a polyline). */
+export function edgeDistance2(p: Float32Array, x: number, y: number): number {
+  const pts: number[] = [];
+  if (p.length === 4) {
+    const my = (p[1] + p[3]) / 2;
+    for (let i = 0; i <= 12; i++) {
+      const t = i / 12, u = 1 - t;
+      pts.push(u * u * u * p[0] + 3 * u * u * t * p[0] + 3 * u * t * t * p[2] + t * t * t * p[2],
+        u * u * u * p[1] + 3 * u * u * t * my + 3 * u * t * t * my + t * t * t * p[3]);
+    }
+  } else pts.push(...p);
+  let best = Infinity;
+  for (let i = 0; i + 3 < pts.length; i += 2) best = Math.min(best, segDist2(x, y, pts[i], pts[i + 1], pts[i + 2], pts[i + 3]));
+  return best;
+}
+
+function segDist2(px: number, py: number, ax: number, ay: number, bx: number, by: number): number {
+  const dx = bx - ax, dy = by - ay;
+  const l2 = dx * dx + dy * dy;
+  let t = l2 ? ((px - ax) * dx + (py - ay) * dy) / l2 : 0;
+  t = Math.max(0, Math.min(1, t));
+  const qx = ax + t * dx - px, qy = ay + t * dy - py;
+  return qx * qx + qy * qy;
+}

@@ -1,0 +1,46 @@
+/** The short text shown on hover. Plain strings: the pane puts them in with textContent. */
+import type { GraphModel } from "./data";
+import type { Hierarchy } from "./grouping";
+import { formatBytes, formatMs, formatShape, formatCount } from "./format";
+import { METRICS, type MetricName } from "./colour";
+import type { ViewEdge, ViewGraph, ViewItem } from "./view";
+
+export const tooltipLines = {
+  item(model: GraphModel, hier: Hierarchy, it: ViewItem, values: Float64Array, metric: MetricName): string[] {
+    if (it.cluster) {
+      const c = it.cluster;
+      let saved = 0, bwd = 0, hasBwd = false, metricSum = 0, hasMetric = false;
+      hier.forEachMember(c, (i) => {
+        const n = model.nodes[i];
+        saved += n.saved_bytes || 0;
+        if (n.bwd_ms !== null) { bwd += n.bwd_ms; hasBwd = true; }
+        if (Number.isFinite(values[i])) { metricSum += values[i]; hasMetric = true; }
+      });
+      const lines = [it.label, `${c.kind === "module" ? `module ${c.path}` : c.kind === "range" ? "block" : c.kind} · ${formatCount(c.size)} ops`, `saved ${formatBytes(saved)}`];
+      if (hasBwd) lines.push(`backward ${formatMs(bwd)}`);
+      if (hasMetric && metric !== "saved_bytes" && metric !== "bwd_ms" && metric !== "none") lines.push(`${METRICS[metric].label} ${METRICS[metric].format(metricSum)}`);
+      lines.push("click to expand");
+      return lines;
+    }
+    const n = model.nodes[it.node];
+    const lines = [`${n.op}  #${n.id}`, n.kind];
+    if (n.module) lines.push(`module ${n.module}`);
+    if (n.source) lines.push(n.source);
+    const o = n.outputs?.[0];
+    if (o?.shape) lines.push(`out ${formatShape(o.shape)} ${o.dtype ?? ""}`.trim());
+    if (n.kind === "leaf" && n.tensor?.shape) lines.push(`tensor ${formatShape(n.tensor.shape)} ${n.tensor.dtype ?? ""}`.trim());
+    if (n.saved.length) lines.push(`saved ${formatBytes(n.saved_bytes)} in ${n.saved.length} tensor${n.saved.length > 1 ? "s" : ""}`);
+    if (n.fwd_ms !== null) lines.push(`forward ${formatMs(n.fwd_ms)}`);
+    if (n.bwd_ms !== null) lines.push(`backward ${formatMs(n.bwd_ms)}`);
+    return lines;
+  },
+
+  edge(model: GraphModel, e: ViewEdge, view: ViewGraph): string[] {
+    const ge = model.edges[e.edge];
+    const name = (k: number) => view.items[k].label;
+    const head = ge.shape ? `${formatShape(ge.shape)} ${ge.dtype ?? ""}`.trim() : "tensor shape unknown";
+    const lines = [head, `${name(e.s)} → ${name(e.t)}`];
+    if (e.count > 1) lines.push(`${formatCount(e.count)} tensors (first shown)`);
+    return lines;
+  },
+};

@@ -1,0 +1,31 @@
+/**
+ * Standalone viewer for export_html: an IIFE inlined in the page. It reads the graph from
+ * <script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64"> and mounts the same App
+ * as the widget into #gw-root. Also exposed as `graphwidgetViewer.mount(el, bytes)` for other pages.
+ */
+import { App, type AppOptions } from "./app";
+import { base64ToBytes } from "./data";
+
+export function mount(el: HTMLElement, data: unknown, opts: AppOptions = {}): App {
+  const app = new App(el, opts);
+  void app.load(data);
+  return app;
+}
+
+function boot(): void {
+  const root = document.getElementById("gw-root");
+  const data = document.getElementById("gw-graph-data");
+  if (!root || !data) return;
+  const enc = data.getAttribute("data-encoding") ?? "gzip+base64";
+  const text = data.textContent ?? "";
+  // no height option: the page sizes #gw-root
+  mount(root, enc.endsWith("base64") ? base64ToBytes(text) : text);
+}
+
+if (typeof document !== "undefined") {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
+  else boot();
+}
+
+/** The layout entry point, exposed for benchmarks (tests/bench/bench_viewer.py compares the algorithms). */
+export { computeLayout } from "./layout";

@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { colourAt, defaultMetric, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf } from "../src/colour";
+import { doc, node } from "./graphs";
+import { dtypeBytes, formatBytes, formatMs } from "../src/format";
+
+describe("colour scale", () => {
+  it("is logarithmic between the smallest positive value and the max", () => {
+    const s = makeScale("saved_bytes", [10, 100, 1000, NaN, 0]);
+    const narrow = makeScale("saved_bytes", [324, 326]);
+    expect(narrow.t(326) - narrow.t(324)).toBeLessThan(0.01); // near-equal values look near-equal
+    expect(s.t(10)).toBe(0);
+    expect(s.t(100)).toBeCloseTo(0.5);
+    expect(s.t(1000)).toBe(1);
+    expect(s.t(0)).toBe(0);
+    expect(Number.isNaN(s.t(NaN))).toBe(true);
+    expect(s.colour(NaN)).toBe(MISSING_COLOUR);
+    expect(s.colour(1000)).toBe(PALETTE[PALETTE.length - 1]);
+    expect(s.colour(10)).toBe(PALETTE[0]);
+  });
+
+  it("is monotonic (darker = more)", () => {
+    const lum = (c: string) => { const v = parseInt(c.slice(1), 16); return ((v >> 16) & 255) * 0.3 + ((v >> 8) & 255) * 0.59 + (v & 255) * 0.11; };
+    let prev = Infinity;
+    for (let t = 0; t <= 1; t += 0.05) { const l = lum(colourAt(t)); expect(l).toBeLessThanOrEqual(prev + 1e-9); prev = l; }
+    expect(bucketOf(0)).toBe(0);
+    expect(bucketOf(NaN)).toBe(-1);
+  });
+
+  it("outlines only the top of a skewed distribution, nothing in a flat one", () => {
+    const skewed = [...Array(99).fill(1), 1000];
+    const thr = hotThreshold(skewed);
+    expect(skewed.filter((v) => v >= thr)).toEqual([1000]);
+    expect(hotThreshold(Array(100).fill(5))).toBe(Infinity);
+    expect(makeScale("bwd_ms", [NaN, NaN]).hasData).toBe(false);
+  });
+
+  it("defaults to backward time for timed graphs, else saved bytes", () => {
+    expect(defaultMetric(true)).toBe("bwd_ms");
+    expect(defaultMetric(false)).toBe("saved_bytes");
+  });
+});
+
+describe("metrics and formatting", () => {
+  it("computes output size from shape × dtype size", () => {
+    const d = doc([node(0, "X", { outputs: [{ shape: [8, 16], dtype: "float32", device: "cpu" }, { shape: [2], dtype: "int64", device: "cpu" }] })], []);
+    expect(outputBytes(d.nodes[0])).toBe(8 * 16 * 4 + 2 * 8);
+    expect(Number.isNaN(outputBytes(doc([node(0, "X")], []).nodes[0]))).toBe(true);
+    expect(dtypeBytes("bfloat16")).toBe(2);
+    expect(dtypeBytes("float8_e4m3fn")).toBe(1);
+    expect(dtypeBytes("torch.complex64")).toBe(8);
+  });
+
+  it("formats bytes and times for people", () => {
+    expect(formatBytes(4718592)).toBe("4.50 MiB");
+    expect(formatBytes(512)).toBe("512 B");
+    expect(formatBytes(null)).toBe("—");
+    expect(formatMs(0.0123)).toBe("12.3 µs");
+    expect(formatMs(2.5)).toBe("2.50 ms");
+  });
+});

@@ -1,0 +1,64 @@
+"""Page helpers for the browser tests (a uniquely named module: `conftest` is ambiguous across test folders)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List
+
+ARGS = ["--no-sandbox", "--disable-gpu",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
+STATIC = Path(__file__).resolve().parents[2] / "graphwidget" / "static"
+
+
+class Watched:
+    """A page whose every network request is recorded and refused, with page errors and dialogs collected."""
+
+    def __init__(self, browser: Any, **ctx_kwargs: Any) -> None:
+        self.requests: List[str] = []
+        self.errors: List[str] = []
+        self.dialogs: List[str] = []
+        self.console: List[str] = []
+        self.ctx = browser.new_context(**ctx_kwargs)
+        self.ctx.route("**/*", self._route)
+        self.page = self.ctx.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        self.page.on("dialog", self._dialog)
+        self.allow: Dict[str, Any] = {}
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith("file:") and route.request.is_navigation_request():
+            route.continue_()  # the exported page itself
+            return
+        for prefix, (path, body, ctype) in self.allow.items():
+            if url == prefix or (prefix.endswith("/") and url.startswith(prefix)):
+                if body is not None:
+                    route.fulfill(body=body, headers={"Content-Type": ctype})
+                else:
+                    route.fulfill(path=str(path), headers={"Content-Type": ctype})
+                return
+        self.requests.append(url)
+        route.abort()
+
+    def _dialog(self, d: Any) -> None:
+        self.dialogs.append(d.message)
+        d.dismiss()
+
+    def serve(self, url: str, path: Any = None, *, body: Any = None, ctype: str = "text/javascript") -> None:
+        """Answer requests for `url` (a prefix if it ends with /) from a local file or a body: a fake origin,
+        no server."""
+        self.allow[url] = (path, body, ctype)
+
+    def assert_clean(self) -> None:
+        assert self.requests == [], f"network requests were made: {self.requests}"
+        assert self.errors == [], f"page errors: {self.errors}"
+        assert self.dialogs == [], f"dialogs were opened (script ran): {self.dialogs}"
+
+    def close(self) -> None:
+        self.ctx.close()
+
+
+def wait_ready(page: Any, timeout: float = 60_000) -> Dict[str, Any]:
+    """Waits for the first complete drawing; returns the automation API's timings."""
+    page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=timeout)
+    return page.evaluate("async () => { const a = document.querySelector('.graphwidget-root').graphwidget; await a.ready; return a.timings; }")

@@ -1,0 +1,322 @@
+"""The exported HTML file in a real Chromium, with every network request refused and recorded."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import fixtures as fx
+from pagekit import wait_ready
+
+from graphwidget.export import export_html, render_html
+from graphwidget._bundle import bundle_path
+
+API = "document.querySelector('.graphwidget-root').graphwidget"
+
+
+def open_export(watched: Any, tmp_path: Path, graph: Dict[str, Any], name: str = "g.html", **kw: Any) -> Any:
+    path = export_html(graph, tmp_path / name, **kw)
+    w = watched(viewport={"width": 1300, "height": 800})
+    w.page.goto(path.as_uri())
+    wait_ready(w.page)
+    return w
+
+
+def api(page: Any, expr: str) -> Any:
+    return page.evaluate(f"async () => {{ const a = {API}; return await ({expr}); }}")
+
+
+# wait_for_function gets "() => ..." functions: a bare expression is eval()ed while polling, which the export's CSP
+# (rightly) forbids.
+def click_node(page: Any, node_id: int) -> None:
+    """A real mouse click at the node's place on the canvas."""
+    assert api(page, f"a.centre({node_id})")
+    pos = api(page, f"a.nodeScreenPosition({node_id})")
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function(f"() => {API}.selected() === {node_id}")
+
+
+def test_graph_draws_offline(watched: Any, tmp_path: Path) -> None:
+    g = fx.mlp(4)
+    w = open_export(watched, tmp_path, g)
+    assert api(w.page, "a.nodeCount()") == len(g["nodes"])
+    assert api(w.page, "a.edgeCount()") == len(g["edges"])
+    assert sorted(api(w.page, "a.visibleNodeIds()")) == sorted(n["id"] for n in g["nodes"])
+    t = api(w.page, "a.timings")
+    assert t["worker"] == "worker", "the layout must run in the Web Worker (blob: URL) even from file://"
+    assert t["algorithm"] == "dagre"
+    # the canvas really has pixels on it (not a blank page)
+    painted = w.page.evaluate("""() => { const c = document.querySelector('.gw-canvas');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] < 200) n++; return n; }""")
+    assert painted > 500
+    w.assert_clean()
+
+
+def test_click_node_shows_everything_in_inspector(watched: Any, tmp_path: Path) -> None:
+    g = fx.mlp(4)
+    w = open_export(watched, tmp_path, g)
+    target = next(n for n in g["nodes"] if n["op"] == "AddmmBackward0" and n["saved"][1]["shape"][1] == 4096)
+    click_node(w.page, target["id"])
+    text = api(w.page, "a.inspectorText()")
+    assert "AddmmBackward0" in text
+    for s in target["saved"]:
+        assert s["name"] in text
+        assert "[" + ", ".join(map(str, s["shape"])) + "]" in text  # shape
+        assert "[" + ", ".join(map(str, s["stride"])) + "]" in text  # stride
+    assert "4.00 MiB" in text  # mat2 256×4096 float32, human-readable
+    assert "model.py:11" in text and "x = self.fc(x)" in text and "net.1" in text
+    assert "3.00 ms" in text and "1.50 ms" in text  # bwd_ms, fwd_ms
+    assert "alpha" in text  # attrs
+    # the inspector tab is the one showing
+    assert w.page.locator(".gw-tab-inspector").is_visible()
+    # clicking the empty background clears the selection
+    box = w.page.locator(".gw-canvas").bounding_box()
+    w.page.mouse.click(box["x"] + 5, box["y"] + box["height"] - 5)
+    w.page.wait_for_function(f"() => {API}.selected() === null")
+    w.assert_clean()
+
+
+def test_leaf_inspector_and_hover_tooltips(watched: Any, tmp_path: Path) -> None:
+    g = fx.mlp(2)
+    w = open_export(watched, tmp_path, g)
+    leaf = next(n for n in g["nodes"] if n["kind"] == "leaf")
+    click_node(w.page, leaf["id"])
+    text = api(w.page, "a.inspectorText()")
+    assert leaf["tensor"]["name"] in text and "requires_grad" in text
+    # hover a node: short tooltip
+    pos = api(w.page, f"a.nodeScreenPosition({leaf['id']})")
+    w.page.mouse.move(pos["x"], pos["y"])
+    tip = w.page.locator(".gw-tooltip")
+    tip.wait_for(state="visible")
+    assert "AccumulateGrad" in tip.text_content()
+    # hover an edge: its tensor shape
+    e = g["edges"][0]
+    p = api(w.page, f"a.edgeScreenPosition({e['source']}, {e['target']})")
+    w.page.mouse.move(p["x"] + 1, p["y"])
+    w.page.wait_for_function("() => document.querySelector('.gw-tooltip').textContent.includes('[')")
+    assert "[" + ", ".join(map(str, e["shape"])) + "]" in tip.text_content()
+    w.assert_clean()
+
+
+def _expected_matches(g: Dict[str, Any], q: str) -> int:
+    q = q.lower()
+    return sum(any(isinstance(n.get(f), str) and q in n[f].lower() for f in ("op", "module", "source", "code"))
+               for n in g["nodes"])
+
+
+def test_search_highlights_counts_and_cycles(watched: Any, tmp_path: Path) -> None:
+    g = fx.random_dag(300, seed=3)
+    w = open_export(watched, tmp_path, g)
+    expected = _expected_matches(g, "mmbackward")
+    assert expected > 2
+    assert api(w.page, "a.search('MmBackward')") == expected
+    assert len(api(w.page, "a.highlightedIds()")) == expected
+    # from the search box: typing highlights, Enter selects and centres the next match
+    box = w.page.locator(".gw-search")
+    box.fill("")
+    box.type("layers.2.attn")
+    assert w.page.locator(".gw-count").text_content().endswith(f"/ {_expected_matches(g, 'layers.2.attn')}")
+    box.press("Enter")
+    w.page.wait_for_function(f"() => {API}.selected() !== null")
+    first = api(w.page, "a.selected()")
+    box.press("Enter")
+    w.page.wait_for_function(f"() => {API}.selected() !== {first}")
+    second = api(w.page, "a.selected()")
+    hits = {n["id"] for n in g["nodes"] if "layers.2.attn" in (n["module"] or "")}
+    assert {first, second} <= hits
+    # the selected match is centred
+    pos = api(w.page, f"a.nodeScreenPosition({second})")
+    rect = w.page.locator(".gw-canvas").bounding_box()
+    assert abs(pos["x"] - (rect["x"] + rect["width"] / 2)) < 2 and abs(pos["y"] - (rect["y"] + rect["height"] / 2)) < 2
+    assert api(w.page, "a.search('no-such-op-anywhere')") == 0
+    assert api(w.page, "a.highlightedIds()") == []
+    w.assert_clean()
+
+
+def test_colour_switch_changes_legend(watched: Any, tmp_path: Path) -> None:
+    g = fx.mlp(4, timed=True)
+    w = open_export(watched, tmp_path, g)
+    assert api(w.page, "a.colour()") == "bwd_ms"  # timed graph: backward time by default
+    before = api(w.page, "a.legendText()")
+    assert "backward time" in before and "ms" in before
+    w.page.select_option(".gw-colour", "saved_bytes")
+    after = api(w.page, "a.legendText()")
+    assert after != before and "saved bytes" in after and "MiB" in after
+    api(w.page, "a.colourBy('output_bytes')")
+    assert "output size" in api(w.page, "a.legendText()")
+    assert w.page.locator(".gw-colour").input_value() == "output_bytes"
+    w.assert_clean()
+
+
+def test_untimed_graph_defaults_to_saved_bytes_and_disables_times(watched: Any, tmp_path: Path) -> None:
+    w = open_export(watched, tmp_path, fx.random_dag(50, timed=False))
+    assert api(w.page, "a.colour()") == "saved_bytes"
+    assert w.page.locator(".gw-colour option[value=bwd_ms]").is_disabled()
+    w.assert_clean()
+
+
+def test_top_nodes_table_sorts_and_selects(watched: Any, tmp_path: Path) -> None:
+    g = fx.mlp(4, timed=True)
+    w = open_export(watched, tmp_path, g)
+    w.page.click(".gw-tab[data-tab=top]")
+    first_row = w.page.locator(".gw-toptable tbody tr").first
+    top_bwd = max((n for n in g["nodes"] if n["bwd_ms"] is not None), key=lambda n: n["bwd_ms"])
+    assert first_row.get_attribute("data-node") == str(top_bwd["id"])
+    w.page.click(".gw-toptable th[data-key=saved_bytes]")
+    top_saved = max(g["nodes"], key=lambda n: n["saved_bytes"])
+    assert first_row.get_attribute("data-node") == str(top_saved["id"])
+    w.page.click(".gw-toptable th[data-key=saved_bytes]")  # again: ascending
+    assert w.page.locator(".gw-toptable th[data-key=saved_bytes]").get_attribute("aria-sort") == "ascending"
+    w.page.click(".gw-toptable th[data-key=op]")
+    ops = w.page.locator(".gw-toptable tbody tr td:first-child").all_text_contents()
+    assert ops == sorted(ops)
+    w.page.locator(f".gw-toptable tr[data-node='{top_bwd['id']}']").click()
+    w.page.wait_for_function(f"() => {API}.selected() === {top_bwd['id']}")
+    w.assert_clean()
+
+
+def test_hostile_names_are_text_and_run_nothing(watched: Any, tmp_path: Path) -> None:
+    g = fx.hostile()
+    w = open_export(watched, tmp_path, g)
+    page = w.page
+    assert page.title() == g["meta"]["title"]
+    assert page.locator(".gw-title").text_content() == g["meta"]["title"]
+    click_node(page, 1)
+    text = api(page, "a.inspectorText()")
+    for s in (fx.HOSTILE_OP, fx.HOSTILE_MODULE, fx.HOSTILE_CODE, "</script><script>alert(5)</script>"):
+        assert s in text
+    pos = api(page, "a.nodeScreenPosition(0)")
+    page.mouse.move(pos["x"], pos["y"])
+    page.locator(".gw-tooltip").wait_for(state="visible")
+    assert fx.HOSTILE_SOURCE in page.locator(".gw-tooltip").text_content()
+    assert api(page, f"a.search({json.dumps('onerror')})") == 1
+    page.click(".gw-tab[data-tab=top]")
+    assert fx.HOSTILE_OP in page.locator(".gw-toptable").text_content()
+    # nothing from the graph became an element
+    assert page.evaluate("document.querySelectorAll('img, svg, b, i, iframe').length") == 0
+    assert page.evaluate("document.querySelectorAll('script').length") == 2  # data + viewer
+    page.wait_for_timeout(200)
+    w.assert_clean()
+
+
+def test_embedded_data_cannot_close_its_script(tmp_path: Path) -> None:
+    html = render_html(fx.hostile())
+    assert "alert(" not in html.split("<title>")[1].split("</title>")[0].replace("&lt;", "<").replace("alert(7)", "")
+    assert html.count("<script") == 2 and html.count("</script>") == 2
+    assert "http://" not in html and "https://" not in html.replace("https://github.com", "")
+
+
+@pytest.mark.parametrize("make, shown", [(fx.single, 1), (lambda: fx.no_edges(40), 40), (fx.freed, 3)],
+                         ids=["one-node", "no-edges", "freed"])
+def test_edge_case_graphs_display(watched: Any, tmp_path: Path, make: Any, shown: int) -> None:
+    g = make()
+    w = open_export(watched, tmp_path, g)
+    assert api(w.page, "a.nodeCount()") == shown == len(g["nodes"])
+    assert api(w.page, "a.edgeCount()") == len(g["edges"])
+    click_node(w.page, 0)
+    text = api(w.page, "a.inspectorText()")
+    assert g["nodes"][0]["op"] in text
+    if g["meta"]["title"] == "freed":
+        assert "freed" in text and "freed by backward" in text
+    w.assert_clean()
+
+
+@pytest.mark.parametrize("shape", ["chain", "fanin"])
+def test_100k_nodes_open_collapsed_and_expand(watched: Any, tmp_path: Path, shape: str) -> None:
+    n = 100_000
+    g = fx.chain(n) if shape == "chain" else fx.fanin(n)
+    w = open_export(watched, tmp_path, g)
+    assert api(w.page, "a.graphNodeCount()") == n
+    shown = api(w.page, "a.nodeCount()")
+    assert 2 <= shown <= 10
+    groups = api(w.page, "a.groups()")
+    big = max(groups, key=lambda c: c["size"])
+    assert big["size"] >= n - 2
+    assert big["label"] == (f"chain ×{n - 2}" if shape == "chain" else f"AccumulateGrad ×{n - 1}")
+    # a click on the group expands it, one bounded level
+    pos = api(w.page, f"a.nodeScreenPosition({json.dumps(big['id'])})")
+    w.page.mouse.click(pos["x"], pos["y"])
+    w.page.wait_for_function(f"() => {API}.nodeCount() > {shown}")
+    api(w.page, "a.idle()")
+    assert api(w.page, "a.nodeCount()") <= shown + 1000
+    # selecting a node deep inside opens the groups around it and centres it
+    deep = n // 2
+    api(w.page, f"a.select({deep})")
+    assert deep in api(w.page, "a.visibleNodeIds()")
+    assert api(w.page, "a.selected()") == deep
+    w.assert_clean()
+
+
+def test_grouped_graph_expand_all_and_collapse_all(watched: Any, tmp_path: Path) -> None:
+    g = fx.random_dag(5000, seed=2)
+    w = open_export(watched, tmp_path, g)
+    grouped = api(w.page, "a.nodeCount()")
+    assert grouped < 1000 and api(w.page, "a.groups()")
+    api(w.page, "a.expandAll()")
+    assert api(w.page, "a.nodeCount()") == 5000
+    assert api(w.page, "a.edgeCount()") == len(g["edges"])
+    api(w.page, "a.collapseAll()")
+    assert api(w.page, "a.nodeCount()") < grouped
+    w.assert_clean()
+
+
+def test_pan_zoom_and_fit(watched: Any, tmp_path: Path) -> None:
+    w = open_export(watched, tmp_path, fx.random_dag(120, seed=9))
+    page = w.page
+    before = api(page, "a.nodeScreenPosition(0)")
+    box = page.locator(".gw-canvas").bounding_box()
+    page.mouse.move(box["x"] + 200, box["y"] + 200)
+    page.mouse.wheel(0, -400)
+    page.wait_for_timeout(50)
+    zoomed = api(page, "a.nodeScreenPosition(0)")
+    assert zoomed != before
+    page.mouse.move(box["x"] + 300, box["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 360, box["y"] + 340, steps=5)
+    page.mouse.up()
+    dragged = api(page, "a.nodeScreenPosition(0)")
+    assert abs(dragged["x"] - zoomed["x"] - 60) < 1 and abs(dragged["y"] - zoomed["y"] - 40) < 1
+    page.click("button[data-action=fit]")
+    inside = api(page, """(() => { const r = document.querySelector('.gw-canvas').getBoundingClientRect();
+        return a.visibleNodeIds().every((id) => { const p = a.nodeScreenPosition(id);
+          return p.x > r.left && p.x < r.right && p.y > r.top && p.y < r.bottom; }); })()""")
+    assert inside, "after Fit every node is on screen"
+    w.assert_clean()
+
+
+def test_charts_hook_inlines_plotly_and_stays_offline(watched: Any, tmp_path: Path) -> None:
+    go = pytest.importorskip("plotly.graph_objects")
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))
+    w = open_export(watched, tmp_path, fx.mlp(2), charts=[fig], extra_html=["<p id='note'>extra</p>"])
+    w.page.wait_for_selector(".plotly-graph-div .main-svg")
+    assert w.page.locator("#note").text_content() == "extra"
+    w.assert_clean()
+
+
+def test_sizes_within_budget(tmp_path: Path) -> None:
+    viewer = bundle_path("viewer.js").stat().st_size
+    assert viewer <= 1_000_000
+    for n in (1_000, 10_000):
+        p = export_html(fx.random_dag(n), tmp_path / f"r{n}.html")
+        per_node = (p.stat().st_size - viewer) / n
+        assert per_node <= 200, f"{per_node:.0f} bytes/node at {n} nodes"
+
+
+def test_real_captured_graph(watched: Any, tmp_path: Path) -> None:
+    gw = pytest.importorskip("graphwidget")
+    if not hasattr(gw, "capture") or not hasattr(gw, "examples"):
+        pytest.skip("capture engine not available yet")
+    inp = gw.examples.homography_inputs(batch=2, height=8, width=8)
+    graph = gw.capture(gw.examples.homography_repeat(**inp))
+    data = json.loads(graph.to_json())
+    w = open_export(watched, tmp_path, graph)
+    assert api(w.page, "a.nodeCount()") == len(data["nodes"])
+    assert api(w.page, "a.edgeCount()") == len({(e["source"], e["target"]) for e in data["edges"]})
+    sel = next(n for n in data["nodes"] if n["op"].startswith("Select"))
+    click_node(w.page, sel["id"])
+    assert sel["op"] in api(w.page, "a.inspectorText()")
+    w.assert_clean()

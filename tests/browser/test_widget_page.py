@@ -1,0 +1,216 @@
+"""The anywidget bundle outside Jupyter: its `render({model, el})` on a page with a small fake model.
+
+The page and the bundle come from a fake origin (http://widget.test, answered by Playwright's router, no server);
+every other request is refused and recorded. The model state comes from a real GraphWidget, so the Python → JS
+payload (gzip bytes in `_graph`, as a DataView like Jupyter hands it over) is the real one.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Dict
+
+import pytest
+import traitlets
+
+import fixtures as fx
+from pagekit import STATIC, wait_ready
+
+from graphwidget import _bundle
+from graphwidget.widget import GraphWidget, BundleMissingError
+
+ORIGIN = "http://widget.test/"
+API = "document.querySelector('.graphwidget-root').graphwidget"
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0">
+<div id="host" style="width:1200px"></div>
+<script type="module">
+class FakeModel {
+  constructor(state) { this.state = state; this.handlers = {}; this.saved = []; this.sent = []; }
+  get(k) { return this.state[k]; }
+  set(k, v) {
+    const old = this.state[k]; this.state[k] = v;
+    if (old !== v) { this.emit("change:" + k); this.emit("change"); }
+  }
+  on(e, cb) { (this.handlers[e] ??= []).push(cb); }
+  off(e, cb) { this.handlers[e] = (this.handlers[e] || []).filter((f) => f !== cb); }
+  emit(e) { for (const f of this.handlers[e] || []) f(); }
+  save_changes() { this.saved.push({ selected: this.state.selected, colour_by: this.state.colour_by }); }
+  send(m) { this.sent.push(m); }
+}
+const toView = (b64) => { const s = atob(b64); const u = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
+window.FakeModel = FakeModel;
+window.toView = toView;
+const mod = await import("./widget.js");
+window.widget = mod.default;
+window.mountWidget = (state) => {
+  const model = new FakeModel({ ...state, _graph: toView(state._graph) });
+  const el = document.getElementById("host");
+  window.model = model;
+  window.cleanup = mod.default.render({ model, el });
+};
+window.moduleLoaded = true;
+</script></body></html>"""
+
+
+def state_of(w: GraphWidget) -> Dict[str, Any]:
+    return {"_graph": base64.b64encode(w._graph).decode("ascii"), "selected": w.selected,
+            "colour_by": w.colour_by, "height": w.height}
+
+
+def mount(watched: Any, w: GraphWidget) -> Any:
+    page_ = watched(viewport={"width": 1300, "height": 900})
+    page_.serve(ORIGIN + "index.html", body=PAGE, ctype="text/html")
+    page_.serve(ORIGIN + "widget.js", STATIC / "widget.js")
+    page = page_.page
+    page.goto(ORIGIN + "index.html")
+    page.wait_for_function("() => window.moduleLoaded === true")
+    page.evaluate("s => window.mountWidget(s)", state_of(w))
+    wait_ready(page)
+    return page_
+
+
+def api(page: Any, expr: str) -> Any:
+    return page.evaluate(f"async () => {{ const a = {API}; return await ({expr}); }}")
+
+
+def test_bundle_exports_render(watched: Any) -> None:
+    w = mount(watched, GraphWidget(fx.mlp(2)))
+    assert w.page.evaluate("typeof window.widget.render") == "function"
+    w.assert_clean()
+
+
+def test_click_sets_selected_and_saves(watched: Any) -> None:
+    g = fx.mlp(3)
+    w = mount(watched, GraphWidget(g, height=500))
+    page = w.page
+    assert page.evaluate("document.getElementById('host').getBoundingClientRect().height") == 500
+    target = g["nodes"][4]["id"]
+    api(page, f"a.centre({target})")
+    pos = api(page, f"a.nodeScreenPosition({target})")
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function(f"() => window.model.get('selected') === {target}")
+    assert page.evaluate("window.model.saved") == [{"selected": target, "colour_by": "bwd_ms"}]
+    assert g["nodes"][4]["op"] in api(page, "a.inspectorText()")
+    # background click clears: None goes back to Python
+    box = page.locator(".gw-canvas").bounding_box()
+    page.mouse.click(box["x"] + 4, box["y"] + box["height"] - 4)
+    page.wait_for_function("() => window.model.get('selected') === null")
+    assert page.evaluate("window.model.saved.length") == 2
+    w.assert_clean()
+
+
+def test_selected_from_python_selects_and_centres(watched: Any) -> None:
+    g = fx.random_dag(400, seed=4)
+    w = mount(watched, GraphWidget(g))
+    page = w.page
+    node = g["nodes"][-1]["id"]
+    page.evaluate(f"window.model.set('selected', {node})")  # what a kernel-side `w.selected = node` does
+    page.wait_for_function(f"() => {API}.selected() === {node}")
+    pos = api(page, f"a.nodeScreenPosition({node})")
+    rect = page.locator(".gw-canvas").bounding_box()
+    assert abs(pos["x"] - (rect["x"] + rect["width"] / 2)) < 2
+    assert abs(pos["y"] - (rect["y"] + rect["height"] / 2)) < 2
+    assert page.evaluate("window.model.saved") == []  # no echo back to Python
+    page.evaluate("window.model.set('selected', null)")
+    page.wait_for_function(f"() => {API}.selected() === null")
+    w.assert_clean()
+
+
+def test_selected_set_before_display_and_inside_a_group(watched: Any) -> None:
+    g = fx.chain(30_000)
+    widget = GraphWidget(g, selected=15_000)
+    w = mount(watched, widget)
+    w.page.wait_for_function(f"() => {API}.selected() === 15000")
+    assert 15_000 in api(w.page, "a.visibleNodeIds()")
+    w.assert_clean()
+
+
+def test_colour_by_syncs_both_ways(watched: Any) -> None:
+    w = mount(watched, GraphWidget(fx.mlp(2), colour_by="saved_bytes"))
+    page = w.page
+    assert api(page, "a.colour()") == "saved_bytes"
+    page.evaluate("window.model.set('colour_by', 'fwd_ms')")
+    assert api(page, "a.colour()") == "fwd_ms" and "forward time" in api(page, "a.legendText()")
+    page.select_option(".gw-colour", "output_bytes")
+    assert page.evaluate("window.model.get('colour_by')") == "output_bytes"
+    assert page.evaluate("window.model.saved.at(-1).colour_by") == "output_bytes"
+    w.assert_clean()
+
+
+def test_height_new_graph_and_cleanup(watched: Any) -> None:
+    w = mount(watched, GraphWidget(fx.mlp(2)))
+    page = w.page
+    page.evaluate("window.model.set('height', 420)")
+    assert page.evaluate("document.getElementById('host').getBoundingClientRect().height") == 420
+    other = GraphWidget(fx.random_dag(77, seed=1))
+    page.evaluate("b64 => window.model.set('_graph', window.toView(b64))", state_of(other)["_graph"])
+    page.wait_for_function(f"() => {API} && {API}.graphNodeCount() === 77")
+    wait_ready(page)
+    assert api(page, "a.nodeCount()") == 77
+    page.evaluate("window.cleanup()")
+    assert page.evaluate("document.getElementById('host').children.length") == 0
+    page.evaluate("window.model.set('selected', 3)")  # listeners are gone: nothing happens, nothing breaks
+    w.assert_clean()
+
+
+# ---- the Python side (no browser) ---------------------------------------------------------------------------
+
+def test_widget_traits_and_payload() -> None:
+    g = fx.mlp(2, timed=True)
+    w = GraphWidget(g, height=480)
+    assert w.colour_by == "bwd_ms" and w.height == 480 and w.selected is None
+    assert w._graph[:2] == b"\x1f\x8b"  # gzip
+    assert GraphWidget(json.dumps(fx.single())).colour_by == "saved_bytes"
+    w.selected = g["nodes"][1]["id"]
+    with pytest.raises(traitlets.TraitError, match="no node with id 999"):
+        w.selected = 999
+    with pytest.raises(traitlets.TraitError, match="colour_by must be one of"):
+        w.colour_by = "rainbow"
+    w.set_graph(fx.single())
+    assert w.selected is None
+
+
+@pytest.mark.parametrize("bad", [42, None, [1, 2], {"nodes": "x"}, "not json", {"format": "other", "nodes": []}])
+def test_widget_rejects_bad_input_clearly(bad: Any) -> None:
+    with pytest.raises(TypeError, match="GraphWidget"):
+        GraphWidget(bad)
+
+
+def test_missing_bundle_says_how_to_build(monkeypatch: Any, tmp_path: Any) -> None:
+    monkeypatch.setattr(_bundle, "STATIC", tmp_path)
+    with pytest.raises(BundleMissingError, match="make setup"):
+        GraphWidget(fx.single())
+    from graphwidget.export import export_html
+    with pytest.raises(BundleMissingError, match="npm run build"):
+        export_html(fx.single(), tmp_path / "x.html")
+
+
+def test_graph_object_with_to_json_and_gradgraph_methods() -> None:
+    gw = pytest.importorskip("graphwidget")
+    if not hasattr(gw, "capture"):
+        pytest.skip("capture engine not available yet")
+    import torch
+    x = torch.randn(3, requires_grad=True)
+    g = gw.capture((x * 2).exp().sum())
+    w = g.widget(height=300)
+    assert isinstance(w, GraphWidget) and w.height == 300
+    assert set(json.loads(g.to_json())["meta"]) >= {"roots", "timed"}
+
+
+def test_undecodable_data_shows_an_error_not_an_exception(watched: Any) -> None:
+    page_ = watched(viewport={"width": 1300, "height": 900})
+    page_.serve(ORIGIN + "index.html", body=PAGE, ctype="text/html")
+    page_.serve(ORIGIN + "widget.js", STATIC / "widget.js")
+    page = page_.page
+    page.goto(ORIGIN + "index.html")
+    page.wait_for_function("() => window.moduleLoaded === true")
+    bad = base64.b64encode(b"{not json").decode("ascii")
+    page.evaluate("s => window.mountWidget(s)", {"_graph": bad, "selected": 3, "colour_by": "saved_bytes", "height": 400})
+    page.wait_for_selector('.graphwidget-root[data-gw-state="error"]')
+    assert "Could not show this graph" in page.locator(".gw-error").text_content()
+    assert page.evaluate(f"{API}.error") is not None
+    page.evaluate("window.model.set('selected', 1)")
+    page.wait_for_timeout(100)
+    page_.assert_clean()

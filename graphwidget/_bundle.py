@@ -43,6 +43,7 @@ class GraphPayload:
     json_text: str
     meta: Dict[str, Any]
     node_ids: List[int]
+    has_grad_bytes: bool = False
 
     def gzipped(self) -> bytes:
         # mtime=0: the same graph gives the same bytes (stable exports, cheap equality checks)
@@ -82,13 +83,18 @@ def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
     if isinstance(version, int) and version > 1:
         raise ValueError(f"{caller}: graph format version {version} is newer than this graphwidget (1); upgrade it")
     meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
-    ids = [n.get("id") for n in data["nodes"] if isinstance(n, dict)]
-    return GraphPayload(text, meta, [i for i in ids if isinstance(i, int)])
+    nodes = [n for n in data["nodes"] if isinstance(n, dict)]
+    ids = [n.get("id") for n in nodes]
+    has_grad = any(isinstance(n.get("grad_bytes"), (int, float)) and n["grad_bytes"] > 0 for n in nodes)
+    return GraphPayload(text, meta, [i for i in ids if isinstance(i, int)], has_grad)
 
 
-def default_colour(meta: Dict[str, Any]) -> str:
-    """Timed graphs open coloured by backward time, the rest by saved bytes."""
-    return "bwd_ms" if meta.get("timed") else "saved_bytes"
+def default_colour(meta: Dict[str, Any], has_grad_bytes: bool = False) -> str:
+    """Timed graphs open coloured by backward time; the rest by the gradient bytes backward writes (what makes
+    the slow `repeat` obvious), or by saved bytes for graphs that lack that field. Mirrors js/src/colour.ts."""
+    if meta.get("timed"):
+        return "bwd_ms"
+    return "grad_bytes" if has_grad_bytes else "saved_bytes"
 
 
-COLOUR_METRICS = ("saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none")
+COLOUR_METRICS = ("grad_bytes", "saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none")

@@ -5,7 +5,7 @@ it with the native ``DecompressionStream``. Small traits sync both ways:
 
 * ``selected`` — id of the selected node (or None). Clicking a node sets it; setting it from Python selects the node
   in the view (opening any group it is in) and centres it.
-* ``colour_by`` — ``saved_bytes`` | ``bwd_ms`` | ``fwd_ms`` | ``output_bytes`` | ``none``.
+* ``colour_by`` — ``grad_bytes`` | ``saved_bytes`` | ``bwd_ms`` | ``fwd_ms`` | ``output_bytes`` | ``none``.
 * ``height`` — pixels.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ class GraphWidget(anywidget.AnyWidget):
         payload = graph_payload(graph, caller="GraphWidget")
         self._ids = frozenset(payload.node_ids)
         super().__init__(_graph=payload.gzipped(), height=height,
-                         colour_by=colour_by or default_colour(payload.meta), **kwargs)
+                         colour_by=colour_by or default_colour(payload.meta, payload.has_grad_bytes), **kwargs)
         self.selected = selected
 
     def set_graph(self, graph: Any) -> None:

@@ -110,7 +110,9 @@ export class App {
       this.table.render();
       this.panel.bodies.top.replaceChildren(this.table.el);
       this.groupButtons.hidden = !this.hier.grouped;
-      this.colourBy(this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric : defaultMetric(doc.meta.timed), false);
+      const hasGradBytes = doc.nodes.some((n) => (n.grad_bytes ?? 0) > 0);
+      this.colourBy(this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric
+        : defaultMetric(doc.meta.timed, hasGradBytes), false);
       this.renderInspector();
       await this.pane.relayout();
       if (this.error) throw new Error(this.error);

@@ -9,7 +9,7 @@
 import type { GraphNode } from "./types";
 import { dtypeBytes, formatBytes, formatMs, numel } from "./format";
 
-export type MetricName = "saved_bytes" | "bwd_ms" | "fwd_ms" | "output_bytes" | "none";
+export type MetricName = "grad_bytes" | "saved_bytes" | "bwd_ms" | "fwd_ms" | "output_bytes" | "none";
 
 export interface MetricDef {
   name: MetricName;
@@ -34,6 +34,9 @@ export function outputBytes(n: GraphNode): number {
 }
 
 export const METRICS: Record<MetricName, MetricDef> = {
+  grad_bytes: {
+    name: "grad_bytes", label: "gradient written", value: (n) => n.grad_bytes ?? NaN, format: formatBytes,
+  },
   saved_bytes: { name: "saved_bytes", label: "saved bytes", value: (n) => n.saved_bytes ?? NaN, format: formatBytes },
   bwd_ms: { name: "bwd_ms", label: "backward time", value: (n) => n.bwd_ms ?? NaN, format: formatMs },
   fwd_ms: { name: "fwd_ms", label: "forward time", value: (n) => n.fwd_ms ?? NaN, format: formatMs },
@@ -41,15 +44,20 @@ export const METRICS: Record<MetricName, MetricDef> = {
   none: { name: "none", label: "nothing (by kind)", value: () => NaN, format: () => "" },
 };
 
-export const METRIC_ORDER: MetricName[] = ["saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none"];
+export const METRIC_ORDER: MetricName[] = ["grad_bytes", "saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none"];
 
 export function isMetricName(s: unknown): s is MetricName {
   return typeof s === "string" && s in METRICS;
 }
 
-/** The rule: timed graphs open on backward time, the rest on saved bytes. */
-export function defaultMetric(timed: boolean): MetricName {
-  return timed ? "bwd_ms" : "saved_bytes";
+/**
+ * Timed graphs open on backward time. Untimed ones open on the gradient bytes each node's backward writes (a
+ * SelectBackward0 of a repeated tensor is small in every other metric), or on saved bytes for graphs without
+ * that field. Mirrors graphwidget/_bundle.py:default_colour.
+ */
+export function defaultMetric(timed: boolean, hasGradBytes = false): MetricName {
+  if (timed) return "bwd_ms";
+  return hasGradBytes ? "grad_bytes" : "saved_bytes";
 }
 
 /** Pale → hot. Chosen so dark text stays readable on the first two thirds and white on the last third. */

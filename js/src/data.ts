@@ -116,6 +116,7 @@ function normaliseNode(n: Record<string, unknown>): GraphNode {
     seq: numOrNull(n.seq),
     fwd_ms: numOrNull(n.fwd_ms),
     bwd_ms: numOrNull(n.bwd_ms),
+    grad_bytes: numOrNull(n.grad_bytes),
   };
 }
 

@@ -32,6 +32,7 @@ export function renderInspector(el: HTMLElement, model: GraphModel, hier: Hierar
   const ob = outputBytes(n);
   parts.push(section("Cost", kvTable([
     ["saved", formatBytesLong(n.saved_bytes)],
+    ["gradient written", n.grad_bytes !== null ? formatBytesLong(n.grad_bytes) : null],
     ["output size", Number.isFinite(ob) ? formatBytesLong(ob) : null],
     ["forward", n.fwd_ms !== null ? formatMs(n.fwd_ms) : null],
     ["backward", n.bwd_ms !== null ? formatMs(n.bwd_ms) : null],

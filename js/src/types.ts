@@ -52,6 +52,8 @@ export interface GraphNode {
   seq: number | null;
   fwd_ms: number | null;
   bwd_ms: number | null;
+  /** bytes of the gradients this node's backward writes (sizes on its incoming edges); null if unknown */
+  grad_bytes: number | null;
 }
 
 export interface GraphEdge {

@@ -34,8 +34,10 @@ describe("colour scale", () => {
     expect(makeScale("bwd_ms", [NaN, NaN]).hasData).toBe(false);
   });
 
-  it("defaults to backward time for timed graphs, else saved bytes", () => {
+  it("defaults to backward time for timed graphs, else gradient bytes written, else saved bytes", () => {
     expect(defaultMetric(true)).toBe("bwd_ms");
+    expect(defaultMetric(true, true)).toBe("bwd_ms");
+    expect(defaultMetric(false, true)).toBe("grad_bytes");
     expect(defaultMetric(false)).toBe("saved_bytes");
   });
 });

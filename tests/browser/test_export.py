@@ -307,9 +307,7 @@ def test_sizes_within_budget(tmp_path: Path) -> None:
 
 
 def test_real_captured_graph(watched: Any, tmp_path: Path) -> None:
-    gw = pytest.importorskip("graphwidget")
-    if not hasattr(gw, "capture") or not hasattr(gw, "examples"):
-        pytest.skip("capture engine not available yet")
+    import graphwidget as gw
     inp = gw.examples.homography_inputs(batch=2, height=8, width=8)
     graph = gw.capture(gw.examples.homography_repeat(**inp))
     data = json.loads(graph.to_json())
@@ -319,4 +317,19 @@ def test_real_captured_graph(watched: Any, tmp_path: Path) -> None:
     sel = next(n for n in data["nodes"] if n["op"].startswith("Select"))
     click_node(w.page, sel["id"])
     assert sel["op"] in api(w.page, "a.inspectorText()")
+    w.assert_clean()
+
+
+def test_repeat_version_opens_with_the_big_selects_hot(watched: Any, tmp_path: Path) -> None:
+    """The seed case at a glance: an untimed capture opens coloured by gradient bytes written, and the nodes drawn
+    hottest are the SelectBackward0 nodes on the repeated (B, H*W, 3, 3) tensor."""
+    import graphwidget as gw
+    graph = gw.capture(gw.examples.homography_repeat(**gw.examples.homography_inputs(batch=2, height=16, width=16)))
+    w = open_export(watched, tmp_path, graph)
+    assert api(w.page, "a.colour()") == "grad_bytes"
+    assert "gradient written" in api(w.page, "a.legendText()")
+    big = max(graph.nodes(op="SelectBackward0"), key=lambda n: graph.node(n)["grad_bytes"])
+    click_node(w.page, big)
+    text = api(w.page, "a.inspectorText()")
+    assert f"gradient written\t18.0 KiB ({graph.node(big)['grad_bytes']:,} B)" in text  # 2*256*3*3*4 bytes
     w.assert_clean()

@@ -19,7 +19,6 @@ import bisect
 import linecache
 import os
 import sys
-import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch

@@ -8,7 +8,6 @@ import weakref
 import networkx as nx
 import pytest
 import torch
-import torch.nn.functional as F
 
 import graphwidget as gw
 from graphwidget import examples as ex

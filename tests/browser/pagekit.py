@@ -4,8 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List
 
-ARGS = ["--no-sandbox", "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
 STATIC = Path(__file__).resolve().parents[2] / "graphwidget" / "static"
 
 

@@ -1,7 +1,6 @@
 """The exported HTML file in a real Chromium, with every network request refused and recorded."""
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any, Dict

@@ -21,7 +21,7 @@ from typing import Any, Iterator, List
 
 import pytest
 
-from lab_helpers import CHROMIUM, CHROMIUM_ARGS, REPO, Lab, free_port, missing_prerequisite, new_offline_page
+from lab_helpers import REPO, Lab, free_port, missing_prerequisite, new_offline_page
 
 
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
@@ -87,14 +87,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+def browser(chromium: Any) -> Any:
+    """The session's Chromium (tests/conftest.py)."""
+    return chromium
 
 
 @pytest.fixture()

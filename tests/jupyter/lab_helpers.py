@@ -12,8 +12,6 @@ from typing import Any, List, Optional, Sequence
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "graphwidget" / "static" / "widget.js"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu",
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
 LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
 #: Root element of one rendered view; data-gw-state="ready" once it has drawn.
 ROOT = ".graphwidget-root"

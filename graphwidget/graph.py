@@ -177,11 +177,12 @@ class GradGraph:
         from .export import export_html
         return export_html(self, path, **kwargs)
 
-    def timing_table(self, top: Optional[int] = 20, by: str = "total", group: Optional[str] = None) -> Any:
+    def timing_table(self, top: Optional[int] = 20, by: str = "total", group: Optional[str] = None,
+                     **kwargs: Any) -> Any:
         """Slowest nodes (or op types / modules / lines with ``group=``) of a profiled graph; see
         :func:`graphwidget.charts.timing_table`."""
         from .charts import timing_table
-        return timing_table(self, top=top, by=by, group=group)
+        return timing_table(self, top=top, by=by, group=group, **kwargs)
 
     def figure(self, kind: str = "time", **kwargs: Any) -> Any:
         """A plotly figure of timings (``"time"``, ``"op"``, ``"module"``, ``"pareto"``, ``"top"``) or saved memory

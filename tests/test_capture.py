@@ -280,7 +280,7 @@ def test_complex_and_sparse_tensors():
     dtypes = {o["dtype"] for _, d in g.nx.nodes(data=True) for o in d["outputs"] if o}
     assert "complex64" in dtypes
     i = torch.tensor([[0, 1], [1, 0]])
-    s = torch.sparse_coo_tensor(i, torch.tensor([1.0, 2.0]), (2, 2), requires_grad=True)
+    s = torch.sparse_coo_tensor(i, torch.tensor([1.0, 2.0]), (2, 2), requires_grad=True, check_invariants=True)
     w = torch.randn(2, 2, requires_grad=True)
     g2 = gw.capture(torch.sparse.mm(s, w).sum())
     leaf = [d for _, d in g2.nx.nodes(data=True) if d["kind"] == "leaf" and d["tensor"]["memory_format"] == "sparse"]

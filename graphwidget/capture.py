@@ -308,35 +308,36 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
     edges: List[Tuple[int, int, Dict[str, Any]]] = []
     append = edges.append
     for v, nxt in enumerate(w.nexts):
-        first: Dict[int, Dict[str, Any]] = {}
+        # grad_bytes: what this node's backward materialises, one gradient per input, each the size of that input.
+        # A SelectBackward0 on a repeated tensor has a tiny output but writes a gradient the size of the whole
+        # repeated tensor — the number that explains the slow `repeat` backward.
+        total = 0
+        first: Optional[Dict[int, Dict[str, Any]]] = {} if len(nxt) > 1 else None
         for slot, (child, out_nr) in enumerate(nxt):
             if child is None:
                 continue
             u = index[id(child)]
             outs = all_outputs[u]
             meta = outs[out_nr] if out_nr < len(outs) else None
-            shape, dtype = (meta["shape"], meta["dtype"]) if meta else (None, None)
-            prev = first.get(u)
-            if prev is not None:
-                # ``a * a``: the same producer feeds several slots. A DiGraph has one edge per pair, so the
-                # extra connections ride on it instead of being lost.
-                if prev["also"] is None:
-                    prev["also"] = []
-                prev["also"].append({"output": out_nr, "slot": slot, "shape": shape, "dtype": dtype})
-                continue
+            if meta is not None:
+                shape, dtype = meta["shape"], meta["dtype"]
+                total += out_bytes[id(meta)]
+            else:
+                shape = dtype = None
+            if first is not None:
+                prev = first.get(u)
+                if prev is not None:
+                    # ``a * a``: the same producer feeds several slots. A DiGraph has one edge per pair, so the
+                    # extra connections ride on it instead of being lost.
+                    if prev["also"] is None:
+                        prev["also"] = []
+                    prev["also"].append({"output": out_nr, "slot": slot, "shape": shape, "dtype": dtype})
+                    continue
             e = {"output": out_nr, "slot": slot, "shape": shape, "dtype": dtype, "also": None}
-            first[u] = e
+            if first is not None:
+                first[u] = e
             append((u, v, e))
-        if first:
-            # What this node's backward materialises: one gradient per input, each the size of that input. A
-            # SelectBackward0 on a repeated tensor has a tiny output but writes a gradient the size of the whole
-            # repeated tensor — the number that explains the slow `repeat` backward.
-            total = 0
-            for slot, (child, out_nr) in enumerate(nxt):
-                if child is not None:
-                    outs = all_outputs[index[id(child)]]
-                    if out_nr < len(outs) and outs[out_nr] is not None:
-                        total += out_bytes[id(outs[out_nr])]
+        if total:
             nodes[v]["grad_bytes"] = total
     return nodes, edges
 
@@ -376,11 +377,11 @@ def finalize_seq(graph: GradGraph) -> GradGraph:
     keep the order and make captures comparable. The absolute numbers stay available, unserialised, in
     ``graph.abs_seq`` (node id -> number) for matching against ``torch.profiler`` events.
     """
-    seqs = sorted((d["seq"], n) for n, d in graph.nx.nodes(data=True) if d.get("seq") is not None)
-    abs_seq = {}
-    for rank, (seq, n) in enumerate(seqs):
-        abs_seq[n] = seq
-        graph.nx.nodes[n]["seq"] = rank
+    attrs = graph.nx._node  # the node attribute dicts themselves: no view objects per node
+    abs_seq = {n: d["seq"] for n, d in attrs.items() if d.get("seq") is not None}
+    # Pre-order visits a chain newest-first, so this is mostly one descending run: timsort is ~linear on it.
+    for rank, n in enumerate(sorted(abs_seq, key=abs_seq.__getitem__)):
+        attrs[n]["seq"] = rank
     graph.abs_seq = abs_seq
     return graph
 
@@ -397,5 +398,6 @@ def capture(obj: Any, *, module: Optional[torch.nn.Module] = None, title: Option
     >>> g.summary()["nodes"]
     3
     """
-    return finalize_seq(capture_raw(obj, module, title))
+    with gc_paused():  # renumbering allocates 100k's of tuples too: keep the collector out of it
+        return finalize_seq(capture_raw(obj, module, title))
 

@@ -106,6 +106,10 @@ class GradGraph:
         """Graph-wide numbers: node/edge/leaf counts, saved bytes (distinct storages and logical), the bytes of
         gradients backward writes (``grad_bytes``), depth, a histogram of ops, and the timing totals when the
         graph was profiled."""
+        with gc_paused():
+            return self._summary()
+
+    def _summary(self) -> Dict[str, Any]:
         g = self.nx
         ops: Counter = Counter()
         leaves = custom = freed = 0

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ._gc import gc_paused
 from .capture import capture_raw, finalize_seq, parameter_names
 from .graph import GradGraph
 
@@ -282,9 +283,10 @@ def finish(rec: Recorder, out: Any, fn: Any, module: Optional[torch.nn.Module], 
         mod = fn
     if mod is None and rec.top_modules:
         mod = rec.top_modules[0]
-    graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
-    rec.annotate(graph)  # matches absolute sequence numbers, so before finalize_seq renumbers them
-    finalize_seq(graph)
+    with gc_paused():
+        graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
+        rec.annotate(graph)  # matches absolute sequence numbers, so before finalize_seq renumbers them
+        finalize_seq(graph)
     graph.output = out
     return graph
 

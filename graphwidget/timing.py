@@ -1,0 +1,306 @@
+"""Where the time goes: :func:`profile` runs a function (forward + backward) and times every autograd node.
+
+* **Backward**: a pre-hook and a post hook (``Node.register_prehook`` / ``register_hook``) on every node, tiny closures
+  that store one stamp each in a list slot, removed after the backward. CPU stamps are ``perf_counter_ns``; CUDA
+  stamps are events on the node's stream, read after one synchronise per run. Backward wall time minus the time
+  inside nodes is the engine's own work between them (scheduling, summing fanned-in gradients): ``unattributed_ms``.
+* **Forward**: a minimal ``TorchFunctionMode`` (plus a ``Function.apply`` wrapper) stamps each torch call that creates
+  nodes; nodes are matched to calls by autograd sequence number. :class:`graphwidget.trace.Recorder` (source line,
+  module path; ~15-20 µs a call) runs on the first run only.
+* **Repeats**: ``warmup`` + ``repeat`` runs, each a new call of ``fn``; nodes are matched across runs by their
+  deterministic ids (pre-order from the roots). Default statistic: drop the fastest and slowest quarter of the runs
+  whole and average the rest, so node times and engine time still add up (``stat="median"``: per-node medians).
+* **Cost**: while registering, torch's per-hook Python helper (an ``OrderedDict`` + ``RemovableHandle`` per call,
+  ~1 µs) is swapped for a lean one and the garbage collector is paused. Design and numbers: ``docs/timing.md``.
+"""
+from __future__ import annotations
+
+import gc
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+from .capture import capture_raw, finalize_seq
+from .graph import GradGraph
+from .timing_hooks import CpuClock, CudaClock, OpTimer, Run, call_map, instrument, next_seq, root_nodes
+from .trace import Recorder, output_tensors
+
+
+def _select_roots(out: Any) -> List[torch.Tensor]:
+    """What to differentiate: a tensor; else a ``loss`` entry/attribute (dicts, HuggingFace outputs); else every
+    tensor in a (nested) list/tuple/dict that requires grad."""
+    if isinstance(out, torch.Tensor):
+        tensors = [out] if out.requires_grad else []
+    else:
+        loss = out.get("loss") if isinstance(out, Mapping) else getattr(out, "loss", None)
+        if isinstance(loss, torch.Tensor) and loss.requires_grad:
+            tensors = [loss]
+        else:
+            tensors = output_tensors(out)
+    if not tensors:
+        raise ValueError(
+            f"graphwidget.profile: the function returned {type(out).__name__} with no tensor that requires grad, so "
+            f"there is nothing to time. Return the tensor you would call .backward() on (e.g. the loss), and make "
+            f"sure its inputs require grad and no torch.no_grad()/inference_mode() is active.")
+    return tensors
+
+
+def _guess_device(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.device:
+    """The first CUDA device among the inputs (tensors, and parameters/buffers of modules), else CPU."""
+    stack: List[Any] = [fn, *args, *kwargs.values()]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, torch.Tensor):
+            if o.device.type == "cuda":
+                return o.device
+        elif isinstance(o, torch.nn.Module):
+            stack.extend(o.parameters())
+            stack.extend(o.buffers())
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif isinstance(o, Mapping):
+            stack.extend(o.values())
+    return torch.device("cpu")
+
+
+class _Grads:
+    """Keeps the user's leaves as if ``fn(*args).backward()`` had run once: each run starts from ``.grad = None``;
+    at the end ``.grad`` is the original value plus one run's gradient (added in place, as autograd does)."""
+
+    def __init__(self) -> None:
+        self.saved: Dict[int, Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
+
+    def before_backward(self, leaves: Sequence[torch.Tensor]) -> None:
+        for v in leaves:
+            if id(v) not in self.saved:
+                self.saved[id(v)] = (v, v.grad)
+            v.grad = None
+
+    def finish(self, ok: bool) -> None:
+        for v, orig in self.saved.values():
+            new = v.grad
+            if orig is None:
+                if not ok:
+                    v.grad = None
+                continue
+            v.grad = orig
+            if ok and new is not None:
+                with torch.no_grad():
+                    orig += new
+        self.saved.clear()
+
+
+def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
+    """``"iqm"``: the runs left after dropping the fastest and the slowest quarter by total wall time (whole runs, so
+    the survivors' node times and engine time still add up to their wall time). ``"median"``: all runs."""
+    if stat == "median":
+        return runs
+    drop = min((len(runs) - 1) // 2, int(len(runs) / 4 + 0.5))
+    ranked = sorted(runs, key=lambda r: r.fwd_wall + r.bwd_wall)
+    return ranked[drop:len(runs) - drop]
+
+
+def _mean(xs: Sequence[Optional[float]]) -> Optional[float]:
+    v = [x for x in xs if x is not None]
+    return sum(v) / len(v) if v else None
+
+
+def _median(xs: Sequence[Optional[float]]) -> Optional[float]:
+    v = sorted(x for x in xs if x is not None)
+    n = len(v)
+    return None if not n else v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _structure_error(k: Any, ref: Run, run: Run) -> ValueError:
+    i = next((j for j, (a, b, m, n) in enumerate(zip(ref.types, run.types, ref.arity, run.arity)) if a is not b
+              or m != n), min(len(ref.types), len(run.types)))
+
+    def at(r: Run) -> str:
+        return f"{r.types[i].__name__} with {r.arity[i]} inputs" if i < len(r.types) else "end of graph"
+    return ValueError(
+        f"graphwidget.profile: run {k} built a different graph than run 0 ({len(ref.types)} vs {len(run.types)} "
+        f"nodes; first difference at node {i}: {at(ref)} vs {at(run)}). Nodes are matched across runs by position, "
+        f"so fn must build the same graph on every call (no data-dependent branches, no growing state); to profile "
+        f"a single run use repeat=1, warmup=0.")
+
+
+def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
+            stat: str = "iqm", cross_check: bool = False, device: Optional[Any] = None,
+            module: Optional[torch.nn.Module] = None, title: Optional[str] = None, **kwargs: Any) -> GradGraph:
+    """Run ``fn(*args, **kwargs)`` ``warmup + repeat`` times, forward and backward, and return its graph with the
+    forward time (``fwd_ms``) and backward time (``bwd_ms``) of every node over the repeats, plus everything
+    :func:`trace` records (source line, module path).
+
+    ``stat="iqm"`` (default): drop the fastest and slowest quarter of the runs (whole runs), average the rest per
+    node; node times + ``unattributed_ms`` then add up to ``backward_ms``, the same runs' mean wall time. (A per-node
+    median hides costs that move between nodes from run to run, such as the allocator faulting in fresh pages for
+    one big gradient or another: ~30 % of the homography backward.) ``stat="median"``: per-node medians over all
+    runs; robust per node, but the nodes no longer add up to the wall time.
+
+    ``fn`` returns the tensor to differentiate, or a dict/object with a ``loss`` tensor (that one is used), or a
+    (nested) list/tuple/dict of tensors (every one that requires grad is a root). Each root gets a gradient of ones,
+    i.e. backward of the sum of all their elements, in one ``torch.autograd.backward`` call.
+
+    After profiling, the ``.grad`` of every leaf is exactly what one plain ``fn(*args).backward()`` would have left
+    (the repeats do not accumulate); ``g.output`` is the last run's output (its backward already ran). Every hook and
+    patch is removed. ``backward=False`` times the forward only and leaves ``g.output``'s graph untouched.
+    The first run also records source lines and modules; with ``warmup=0`` its forward wall time includes that
+    (its per-op times do not), and ``stat="iqm"`` usually drops it as the slowest run.
+    ``cross_check=True`` adds three runs under ``torch.profiler`` and stores their per-node backward medians as
+    ``bwd_ms_profiler`` (networkx attribute) and a per-op comparison in ``g.meta["timing"]["cross_check"]``.
+    Options of ``fn`` named like these parameters can be bound with ``functools.partial``.
+
+    >>> import graphwidget as gw
+    >>> g = gw.profile(gw.examples.homography_repeat, **gw.examples.homography_inputs(2, 16, 16), repeat=3)
+    >>> s = g.summary(); s["backward_ms"] >= s["unattributed_ms"], g.meta["timing"]["repeat"]
+    (True, 3)
+    >>> slowest = max(g.nodes(), key=lambda n: g.node(n)["bwd_ms"] or 0)
+    >>> g.timing_table(top=5)                                      # doctest: +SKIP
+    """
+    if not callable(fn):
+        raise TypeError(f"graphwidget.profile expects a callable (a function or nn.Module) as its first argument; "
+                        f"got {type(fn).__name__}.")
+    if stat not in ("iqm", "median"):
+        raise ValueError(f"graphwidget.profile: stat must be 'iqm' or 'median', not {stat!r}.")
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"graphwidget.profile: need repeat >= 1 and warmup >= 0 (got {repeat=}, {warmup=}).")
+    if next_seq is None:  # pragma: no cover - torch without the sequence-number counter
+        raise RuntimeError("graphwidget.profile needs torch._C._autograd._get_sequence_nr (torch >= 2.0).")
+    dev = torch.device(device) if device is not None else _guess_device(fn, args, kwargs)
+    clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
+    grads = _Grads()
+    runs: List[Run] = []  # measured runs, their nodes dropped
+    prof: Optional[Tuple[Any, ...]] = None
+    ok = False
+    gc_was = gc.isenabled()
+    # Our bookkeeping runs with the collector paused: its full passes over thousands of freshly wrapped nodes and
+    # records cost more than the hooks. The user's forward runs with it as they left it.
+    gc.disable()
+    try:
+        for k in range(warmup + repeat):
+            run, g0, out = _one_run(fn, args, kwargs, clock, grads if backward else None, k == 0, module, title,
+                                    gc_was)
+            if k == 0:
+                graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
+            elif run.types != ref.types or run.arity != ref.arity:
+                raise _structure_error(k, ref, run)
+            if k >= warmup:
+                # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
+                cmap = fwd_map if run.layout() == layout0 else call_map(run.seqs(), run.calls)
+                call_ms = [clock.ms(c[2], c[3]) for c in run.calls]
+                run.fwd = [call_ms[c] if c >= 0 else (0.0 if c == -2 else None) for c in cmap]
+                runs.append(run)
+            run.order, run.leaves, run.calls = [], [], []  # free the graph (the last one lives on in `out`)
+            if k < warmup + repeat - 1:
+                out = None
+        if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
+            from .timing_check import profiler_runs
+            prof = profiler_runs(fn, args, kwargs, dev, grads if backward else None, ref)
+        ok = True
+    finally:
+        if backward:
+            grads.finish(ok)
+        if not ok and gc_was:
+            gc.enable()
+    try:
+        kept = _kept_runs(runs, stat)
+        agg = _median if stat == "median" else _mean
+        nodes = graph.nx.nodes
+        for i, col in enumerate(zip(*(r.fwd for r in kept))):
+            nodes[i]["fwd_ms"] = agg(col)
+        if backward:
+            for i, col in enumerate(zip(*(r.bwd for r in kept))):
+                nodes[i]["bwd_ms"] = agg(col)
+        bsum = [sum(x for x in r.bwd if x is not None) for r in kept]
+        graph.meta["timed"] = True
+        graph.meta["timing"] = {
+            "forward_ms": agg([r.fwd_wall for r in kept]),
+            "backward_ms": agg([r.bwd_wall for r in kept]) if backward else None,
+            # per run: backward wall time minus the time inside nodes = the engine's own work between nodes
+            "unattributed_ms": agg([r.bwd_wall - b for r, b in zip(kept, bsum)]) if backward else None,
+            "repeat": repeat, "warmup": warmup, "device": str(dev), "clock": clock.name, "stat": stat,
+            "runs_used": len(kept), "forward_ops_ms": agg([sum(x for x in r.fwd if x is not None) for r in kept]),
+            "backward_nodes_ms": agg(bsum) if backward else None,
+        }
+        if prof is not None and backward:
+            from .timing_check import compare
+            for i, v in enumerate(prof[0]):
+                nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
+            graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
+    finally:
+        if gc_was:
+            gc.enable()
+    graph.output = out
+    return graph
+
+
+def _attributed_graph(rec: Recorder, roots: List[torch.Tensor], fn: Any, module: Optional[torch.nn.Module],
+                      title: Optional[str]) -> GradGraph:
+    """Capture the roots' graph and annotate it from ``rec`` (source, code, module path), as :func:`trace` does."""
+    mod = module if module is not None else (fn if isinstance(fn, torch.nn.Module) else None)
+    if mod is None and rec.top_modules:
+        mod = rec.top_modules[0]
+    graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
+    rec.annotate(graph)  # matches torch's absolute sequence numbers, so before finalize_seq ranks them
+    return finalize_seq(graph)
+
+
+def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], clock: CpuClock,
+             grads: Optional[_Grads], attribute: bool, module: Optional[torch.nn.Module], title: Optional[str],
+             gc_was: bool = True) -> Tuple[Run, Optional[GradGraph], Any]:
+    """One call of ``fn`` with its ops timed, then (``grads`` given) its backward with every node hooked.
+    With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors)."""
+    stamp = clock.stamp
+    graph = None
+    # The first run is the Recorder's (source, module): it times each call itself, around the bare op, and hands
+    # back the two stamps (resolved after the run's sync; CUDA events cannot be read before). Other runs use the
+    # lean op timer: the Recorder's per-call bookkeeping (~15-20 µs) is paid once, not per repeat.
+    rec = Recorder(timer=(stamp, lambda t0: (t0, stamp()))) if attribute else None
+    timer = rec if rec is not None else OpTimer(stamp)
+    if gc_was and rec is None:
+        # A measured forward runs as it would without us. Not the Recorder's: its 10k+ bookkeeping objects make
+        # every collection pass longer (measured: 117 -> 698 ms on the 10k-op chain).
+        gc.enable()
+    try:
+        with timer:
+            base = next_seq()
+            f0 = stamp()
+            out = fn(*args, **kwargs)
+            f1 = stamp()
+    finally:
+        gc.disable()
+    roots = _select_roots(out)
+    if rec is not None:
+        graph = _attributed_graph(rec, roots, fn, module, title)
+    run = instrument(root_nodes(roots), stamp if grads is not None else None)
+    try:
+        if grads is not None:
+            grads.before_backward(run.leaves)
+            ones = [torch.ones_like(t) for t in roots]
+            b0 = stamp()
+            try:
+                torch.autograd.backward(roots, ones)
+            except RuntimeError as exc:
+                if "second time" not in str(exc):
+                    raise
+                raise RuntimeError(
+                    "graphwidget.profile runs the backward itself: fn must return the loss without calling "
+                    ".backward() on it (or profile with backward=False).") from exc
+            b1 = stamp()
+    finally:
+        run.remove_hooks()
+    clock.sync()  # the only synchronisation of a CUDA run
+    run.calls = [(c.lo, c.hi) + c.ms for c in rec.calls] if rec is not None else timer.calls  # type: ignore
+    run.base, run.fwd_wall = base, clock.ms(f0, f1)
+    if grads is not None:
+        ms = clock.ms
+        run.bwd_wall = ms(b0, b1)
+        if isinstance(clock, CudaClock):
+            run.bwd = [ms(a, b) if b is not None and a is not None else None for a, b in zip(run.starts, run.ends)]
+        else:  # inline ns -> ms: 10k method calls are a visible share of a repeat
+            run.bwd = [(b - a) / 1e6 if b is not None and a is not None else None
+                       for a, b in zip(run.starts, run.ends)]
+    else:
+        run.bwd = [None] * len(run.order)
+    run.starts, run.ends = [], []
+    return run, graph, out

@@ -47,7 +47,18 @@ def describe(name: str, g: GradGraph) -> str:
         lines.append(f"    measured: forward {s['forward_ms']:.2f} ms, backward {s['backward_ms']:.2f} ms")
     lines.append("    largest tensors flowing:")
     lines += _biggest_nodes(g)
+    if g.meta.get("timed"):
+        lines.append("    slowest in backward:")
+        lines += _slowest_nodes(g)
     return "\n".join(lines)
+
+
+def _slowest_nodes(g: GradGraph, k: int = 3) -> List[str]:
+    """The k nodes with the largest measured backward time, one line each."""
+    timed = [(d["bwd_ms"], n, d) for n, d in g.nx.nodes(data=True) if d.get("bwd_ms") is not None]
+    timed.sort(key=lambda r: -r[0])
+    return [f"    #{n:<3} {d['op']:<24} {ms:7.2f} ms  writes {_human_bytes(d.get('grad_bytes') or 0)}"
+            for ms, n, d in timed[:k]]
 
 
 def _graphs(profile: bool) -> Dict[str, GradGraph]:
@@ -96,6 +107,12 @@ def run_demo(out: Optional[Path], profile: bool = True) -> Dict[str, Any]:
                 path = export_html(g, out / f"homography_{slug}.html", title=title)
                 written.append(Path(path))
                 print(f"wrote {path}  (open it in any browser, offline)")
+            if a.meta.get("timed"):
+                # Charts inline plotly.js (~4.8 MB), so only this one report carries them.
+                path = export_html(a, out / "homography_repeat_report.html", title="homography (repeat): report",
+                                   charts=[a.figure("time"), a.figure("memory")])
+                written.append(Path(path))
+                print(f"wrote {path}  (with plotly charts, also offline)")
         for title, g in graphs.items():
             slug = title.split("(")[1].rstrip(")")
             p = out / f"homography_{slug}.json"

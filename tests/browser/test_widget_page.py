@@ -59,13 +59,19 @@ def state_of(w: GraphWidget) -> Dict[str, Any]:
             "colour_by": w.colour_by, "height": w.height}
 
 
-def mount(watched: Any, w: GraphWidget) -> Any:
+def open_host_page(watched: Any) -> Any:
+    """A page on a fake origin that imports the widget bundle and can mount it with a fake model."""
     page_ = watched(viewport={"width": 1300, "height": 900})
     page_.serve(ORIGIN + "index.html", body=PAGE, ctype="text/html")
     page_.serve(ORIGIN + "widget.js", STATIC / "widget.js")
+    page_.page.goto(ORIGIN + "index.html")
+    page_.page.wait_for_function("() => window.moduleLoaded === true")
+    return page_
+
+
+def mount(watched: Any, w: GraphWidget) -> Any:
+    page_ = open_host_page(watched)
     page = page_.page
-    page.goto(ORIGIN + "index.html")
-    page.wait_for_function("() => window.moduleLoaded === true")
     page.evaluate("s => window.mountWidget(s)", state_of(w))
     wait_ready(page)
     return page_
@@ -200,12 +206,8 @@ def test_graph_object_with_to_json_and_gradgraph_methods() -> None:
 
 
 def test_undecodable_data_shows_an_error_not_an_exception(watched: Any) -> None:
-    page_ = watched(viewport={"width": 1300, "height": 900})
-    page_.serve(ORIGIN + "index.html", body=PAGE, ctype="text/html")
-    page_.serve(ORIGIN + "widget.js", STATIC / "widget.js")
+    page_ = open_host_page(watched)
     page = page_.page
-    page.goto(ORIGIN + "index.html")
-    page.wait_for_function("() => window.moduleLoaded === true")
     bad = base64.b64encode(b"{not json").decode("ascii")
     page.evaluate("s => window.mountWidget(s)", {"_graph": bad, "selected": 3, "colour_by": "saved_bytes", "height": 400})
     page.wait_for_selector('.graphwidget-root[data-gw-state="error"]')

@@ -14,6 +14,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ._apply_patch import patch_function_apply
+
 try:
     from torch._C._autograd import _get_sequence_nr as next_seq  # the counter autograd numbers nodes with
 except ImportError:  # pragma: no cover - older torch
@@ -70,7 +72,7 @@ class OpTimer(TorchFunctionMode):
         self.flat: List[Any] = []
         self._stamp = stamp
         self._extend = self.flat.extend
-        self._orig_apply: Any = None
+        self._restore_apply: Optional[Callable[[], None]] = None
 
     @property
     def calls(self) -> List[Tuple[int, int, Any, Any]]:
@@ -91,23 +93,26 @@ class OpTimer(TorchFunctionMode):
     def __enter__(self) -> "OpTimer":
         super().__enter__()
         # Function.apply bypasses torch-function modes; wrap it so custom autograd.Functions are timed too.
-        orig = self._orig_apply = torch.autograd.Function.__dict__["apply"]
         extend, stamp = self._extend, self._stamp
 
-        def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        def around(apply: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
             lo, t0 = next_seq(), stamp()
-            out = orig.__get__(None, cls)(*args, **kwargs)
+            out = apply(*args, **kwargs)
             t1, hi = stamp(), next_seq()
             if hi != lo:
                 extend((lo, hi, t0, t1))
             return out
 
-        torch.autograd.Function.apply = classmethod(apply)  # type: ignore[assignment]
+        self._restore_apply = patch_function_apply(around)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        torch.autograd.Function.apply = self._orig_apply  # type: ignore[assignment]
-        super().__exit__(*exc)
+        try:
+            if self._restore_apply is not None:
+                self._restore_apply()
+                self._restore_apply = None
+        finally:
+            super().__exit__(*exc)
 
 
 class _Hooks(dict):

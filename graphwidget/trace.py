@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ._apply_patch import patch_function_apply
 from ._gc import gc_paused
 from .capture import capture_raw, finalize_seq, parameter_names
 from .graph import GradGraph
@@ -93,7 +94,7 @@ class Recorder:
         self.top_modules: List[torch.nn.Module] = []
         self._handles: List[Any] = []
         self._mode: Optional[_Mode] = None
-        self._orig_apply: Any = None
+        self._restore_apply: Optional[Callable[[], None]] = None
         self._first_seq: Optional[int] = None
 
     # -- bookkeeping used by the mode and the apply wrapper ---------------------------------------------------------
@@ -172,14 +173,7 @@ class Recorder:
             self._handles.append(nn_module.register_module_forward_hook(self._post_hook, always_call=True))
         except TypeError:  # pragma: no cover - torch < 2.0 has no always_call
             self._handles.append(nn_module.register_module_forward_hook(self._post_hook))
-        recorder = self
-        orig = torch.autograd.Function.__dict__["apply"]
-        self._orig_apply = orig
-
-        def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
-            return recorder.run(orig.__get__(None, cls), args, kwargs)
-
-        torch.autograd.Function.apply = classmethod(apply)  # type: ignore[assignment]
+        self._restore_apply = patch_function_apply(self.run)
         self._mode = _Mode(self)
         self._mode.__enter__()
         return self
@@ -189,7 +183,9 @@ class Recorder:
             if self._mode is not None:
                 self._mode.__exit__(*exc)
         finally:
-            torch.autograd.Function.apply = self._orig_apply  # type: ignore[assignment]
+            if self._restore_apply is not None:
+                self._restore_apply()
+                self._restore_apply = None
             for h in self._handles:
                 h.remove()
             self._handles.clear()

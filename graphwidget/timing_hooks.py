@@ -15,6 +15,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ._apply_patch import patch_function_apply
+from .deep_free import make_deep_free_safe
 
 try:
     from torch._C._autograd import _get_sequence_nr as next_seq  # the counter autograd numbers nodes with
@@ -265,6 +266,7 @@ def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
     if stamp is not None:  # the hooks fire only in backward, after this
         starts.extend([None] * n)
         ends.extend([None] * n)
+    make_deep_free_safe(n)  # this walk wrapped every node: freeing a deep graph now recurses (see deep_free.py)
     return run
 
 

@@ -281,10 +281,23 @@ export class GraphPane {
   initialView(): void {
     this.fit();
     const b = this.bounds();
-    if (!b || this.cam.s >= 0.3) return;
+    if (!b || !this.view || this.cam.s >= 0.3) return;
     const [x0, y0, x1] = b;
-    const s = 0.8;
-    this.cam = { s, tx: this.cssW / 2 - ((x0 + x1) / 2) * s, ty: 24 - y0 * s };
+    // Start readable at the top. Centre on what is drawn in the first screenful, not on the whole drawing (layered
+    // layouts of deep graphs drift sideways, so the middle of the overall bounds can be empty at the top), and zoom
+    // out, down to the fitted scale's floor of 0.3, until those top items fit side by side.
+    let s = 0.8;
+    const yTop = y0 + this.cssH / s;
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const it of this.view.items) {
+      if (it.y > yTop) continue;
+      lo = Math.min(lo, it.x - it.w / 2);
+      hi = Math.max(hi, it.x + it.w / 2);
+    }
+    if (!Number.isFinite(lo)) { lo = x0; hi = x1; }
+    s = clamp((this.cssW - 48) / Math.max(hi - lo, 1), 0.3, 0.8);
+    this.cam = { s, tx: this.cssW / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
     this.requestDraw();
   }
 

@@ -332,3 +332,21 @@ def test_repeat_version_opens_with_the_big_selects_hot(watched: Any, tmp_path: P
     text = api(w.page, "a.inspectorText()")
     assert f"gradient written\t18.0 KiB ({graph.node(big)['grad_bytes']:,} B)" in text  # 2*256*3*3*4 bytes
     w.assert_clean()
+
+
+def test_deep_graph_opens_with_nodes_on_screen(watched: Any, tmp_path: Path) -> None:
+    """A deep, sideways-drifting layout (a traced 6-layer transformer) must not open on empty canvas."""
+    import torch
+
+    import graphwidget as gw
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, num_layers=6, enable_nested_tensor=False)
+    graph = gw.trace(lambda m, x: m(x).pow(2).mean(), enc, torch.randn(2, 5, 16))
+    w = open_export(watched, tmp_path, graph)
+    on_screen = w.page.evaluate(f"""() => {{
+        const a = {API}; const r = document.querySelector('.gw-canvas').getBoundingClientRect();
+        return a.visibleNodeIds().map((id) => a.nodeScreenPosition(id)).filter((p) => p &&
+            p.x > r.left && p.x < r.right && p.y > r.top && p.y < r.bottom).length; }}""")
+    assert on_screen >= 5, f"only {on_screen} nodes on screen at first view"
+    w.assert_clean()

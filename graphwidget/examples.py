@@ -85,7 +85,8 @@ def homography_broadcast(img: torch.Tensor, homo: torch.Tensor, cx: torch.Tensor
 
 
 def select_loop(n: int = 256) -> Tuple[torch.Tensor, torch.Tensor]:
-    """A Python loop of indexing: ``n`` tiny ``SelectBackward0`` nodes where one vectorised op would do.
+    """A Python loop of indexing: ``4n + 1`` tiny ``SelectBackward0`` nodes (``x[i, 0]`` is two selects) where one
+    vectorised op would do.
 
     Returns ``(x, loss)``; ``x`` requires grad.
     """

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
 
+from .graph import GradGraph
+
 STATIC = Path(__file__).resolve().parent / "static"
 WIDGET_JS = "widget.js"
 VIEWER_JS = "viewer.js"
@@ -56,6 +58,12 @@ _WHAT = ("a GradGraph (from gw.capture / gw.trace / gw.profile), an object with 
 
 def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
     """Accepts a GradGraph (anything with ``.to_json()``), a schema dict, or a JSON string."""
+    if isinstance(obj, GradGraph):
+        # Our own graph is valid by construction: take the facts from it instead of parsing its JSON back
+        # (for 100k nodes that parse cost about half as much as writing the JSON).
+        nodes = obj.nx._node
+        return GraphPayload(obj.to_json(), dict(obj.meta), list(nodes),
+                            any((d.get("grad_bytes") or 0) > 0 for d in nodes.values()))
     if isinstance(obj, (bytes, bytearray)):
         obj = bytes(obj).decode("utf-8")
     if isinstance(obj, str):

@@ -62,11 +62,11 @@ class Call:
     __slots__ = ("lo", "hi", "source", "code", "module", "outputs", "ms")
 
     def __init__(self, lo: int, hi: int, source: Optional[str], code: Optional[str], module: Optional[str],
-                 outputs: Dict[int, Dict[int, Tuple[List[int], bool]]], ms: Optional[float]) -> None:
+                 outputs: Dict[int, Dict[int, Tuple[List[int], bool]]], ms: Any) -> None:
         self.lo, self.hi = lo, hi  # node sequence numbers in [lo, hi)
         self.source, self.code, self.module = source, code, module
         self.outputs = outputs     # seq -> output_nr -> (stride, contiguous)
-        self.ms = ms               # forward time of the call, when timed
+        self.ms = ms               # forward time of the call (or the timer's stamps), when timed
 
 
 def _tensors_in(obj: Any) -> List[torch.Tensor]:
@@ -82,11 +82,12 @@ def _tensors_in(obj: Any) -> List[torch.Tensor]:
 class Recorder:
     """Context manager that records a :class:`Call` for every torch call that creates autograd nodes.
 
-    ``timer`` (optional) is a callable returning a start token and, given the token, the elapsed milliseconds; the
-    timing module passes a CUDA-aware one. Without it no time is measured.
+    ``timer`` (optional) is a pair ``(start, stop)``: ``start()`` returns a token, ``stop(token)`` what is stored as
+    the call's ``ms`` — elapsed milliseconds, or (as the timing module does, since CUDA events can only be read after
+    a synchronise) a pair of stamps it resolves later. Without it no time is measured.
     """
 
-    def __init__(self, timer: Optional[Tuple[Callable[[], Any], Callable[[Any], float]]] = None) -> None:
+    def __init__(self, timer: Optional[Tuple[Callable[[], Any], Callable[[Any], Any]]] = None) -> None:
         self.calls: List[Call] = []
         self._timer = timer
         self._module_stack: List[str] = []

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import examples
 from ._version import __version__
 from .capture import capture
 from .graph import GradGraph, load_json
 from .trace import trace
-from . import examples
 
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "examples",

@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from ._gc import gc_paused
+from ._seq import NO_SEQ
 from .deep_free import make_deep_free_safe
 from .graph import GradGraph
 from .tensor_meta import device_name, dtype_name, freed_record, jsonable, tensor_record
@@ -19,10 +20,6 @@ from .tensor_meta import device_name, dtype_name, freed_record, jsonable, tensor
 Node = Any  # torch.autograd.graph.Node (C++ wrappers have no common Python base class to annotate with)
 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction
-
-class CaptureError(ValueError):
-    """The object given to :func:`capture` has no autograd graph to capture."""
-
 
 def _roots_from(obj: Any) -> List[Node]:
     """Turn what the user passed into root nodes, with errors that say what to do instead."""
@@ -220,7 +217,6 @@ def node_kind(fn: Node) -> str:
     return "backward"
 
 
-_NO_SEQ = 2**63  # AccumulateGrad and some graph-root nodes report UINT64_MAX
 
 
 # Every node record starts as a copy of this (copying a dict is ~2x cheaper than building a 15-key literal).
@@ -302,7 +298,7 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
             else:
                 d["saved"], d["attrs"] = [], {}
             seq = fn._sequence_nr()
-            d["seq"] = seq if seq < _NO_SEQ else None
+            d["seq"] = seq if seq < NO_SEQ else None
         nodes.append(d)
     index = w.index
     edges: List[Tuple[int, int, Dict[str, Any]]] = []

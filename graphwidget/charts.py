@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .graph import GradGraph
+from .graph import GradGraph, _human_bytes
 
 ENGINE = "(autograd engine)"  # the group row that holds unattributed backward time
 _GROUPS = {"op": "op", "module": "module", "source": "source"}
@@ -51,14 +51,6 @@ def _fmt(col: str, v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3f}"
     return str(v)
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _value(d: Dict[str, Any], by: str) -> float:

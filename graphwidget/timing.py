@@ -20,9 +20,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from ._seq import next_seq
 from .capture import capture_raw, finalize_seq
 from .graph import GradGraph
-from .timing_hooks import CpuClock, CudaClock, OpTimer, Run, call_map, instrument, next_seq, root_nodes
+from .timing_hooks import CpuClock, CudaClock, OpTimer, Run, call_map, instrument, root_nodes
 from .trace import Recorder, output_tensors
 
 

@@ -13,9 +13,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from ._seq import NO_SEQ
 from .graph import GradGraph
 from .timing import _attributed_graph, _Grads, _guess_device, _select_roots, _structure_error
-from .timing_hooks import NO_SEQ, Run, call_map, instrument, root_nodes
+from .timing_hooks import Run, call_map, instrument, root_nodes
 from .trace import Recorder
 
 _EVAL = "autograd::engine::evaluate_function: "

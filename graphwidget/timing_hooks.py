@@ -15,14 +15,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ._apply_patch import patch_function_apply
+from ._seq import NO_SEQ, next_seq
 from .deep_free import make_deep_free_safe
 
-try:
-    from torch._C._autograd import _get_sequence_nr as next_seq  # the counter autograd numbers nodes with
-except ImportError:  # pragma: no cover - older torch
-    next_seq = None
-
-NO_SEQ = 2**63  # AccumulateGrad reports UINT64_MAX
 _KEY = object()  # our key in a node's hook dict: never collides with RemovableHandle's integer ids
 
 

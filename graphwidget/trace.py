@@ -26,13 +26,9 @@ from torch.overrides import TorchFunctionMode
 
 from ._apply_patch import patch_function_apply
 from ._gc import gc_paused
+from ._seq import next_seq
 from .capture import capture_raw, finalize_seq, parameter_names
 from .graph import GradGraph
-
-try:
-    from torch._C._autograd import _get_sequence_nr as _next_seq  # the counter autograd numbers nodes with
-except ImportError:  # pragma: no cover - older torch: fall back to the outputs' own grad_fn numbers
-    _next_seq = None
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(__file__) + os.sep
@@ -100,16 +96,16 @@ class Recorder:
 
     # -- bookkeeping used by the mode and the apply wrapper ---------------------------------------------------------
     def run(self, func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if _next_seq is None:
+        if next_seq is None:
             lo = None
         else:
-            lo = _next_seq()
+            lo = next_seq()
         timer = self._timer
         token = timer[0]() if timer else None
         out = func(*args, **kwargs)
         ms = timer[1](token) if timer else None
         if lo is not None:
-            hi = _next_seq()
+            hi = next_seq()
             if hi == lo:
                 return out  # created no node: nothing to attribute
         outputs: Dict[int, Dict[int, Tuple[List[int], bool]]] = {}
@@ -200,7 +196,7 @@ class Recorder:
         were attributed. For a call that made several nodes the forward time goes to the last one (the output's
         node), the others get 0.0 — the op ran once."""
         attributed = 0
-        last_of: Dict[int, int] = {}
+        last_of: Dict[int, Tuple[Call, int]] = {}  # id(call) -> (call, its newest node)
         for n, d in graph.nx.nodes(data=True):
             call = self.call_for(d.get("seq"))
             if call is None:
@@ -213,19 +209,12 @@ class Recorder:
                 d["out_stride"] = [outs[i][0] if i in outs else None for i in range(k)]
                 d["out_contiguous"] = [outs[i][1] if i in outs else None for i in range(k)]
             if call.ms is not None:
-                key = id(call)
-                prev = last_of.get(key)
-                if prev is None or graph.nx.nodes[prev]["seq"] < d["seq"]:
-                    last_of[key] = n
-        for c in self.calls:
-            n = last_of.get(id(c))
-            if n is None:
-                continue
-            graph.nx.nodes[n]["fwd_ms"] = c.ms
-        if last_of:
-            for n, d in graph.nx.nodes(data=True):
-                if d.get("fwd_ms") is None and self.call_for(d.get("seq")) is not None:
-                    d["fwd_ms"] = 0.0
+                d["fwd_ms"] = 0.0
+                prev = last_of.get(id(call))
+                if prev is None or graph.nx.nodes[prev[1]]["seq"] < d["seq"]:
+                    last_of[id(call)] = (call, n)
+        for call, n in last_of.values():
+            graph.nx.nodes[n]["fwd_ms"] = call.ms
         graph.meta["traced"] = True
         return attributed
 

@@ -77,13 +77,14 @@ def tensor_record(t: torch.Tensor) -> Dict[str, Any]:
     strided = layout is torch.strided
     numel = t.numel()
     nbytes = numel * t.element_size()
+    fmt = memory_format(t)
     rec: Dict[str, Any] = {
         "shape": list(t.shape),
         "stride": list(t.stride()) if strided else None,
         "dtype": dtype_name(t.dtype),
         "device": device_name(t.device),
-        "contiguous": t.is_contiguous() if strided else False,
-        "memory_format": memory_format(t),
+        "contiguous": fmt == "contiguous",  # memory_format already asked; non-strided layouts are never contiguous
+        "memory_format": fmt,
         "bytes": nbytes,
     }
     if strided:

@@ -7,6 +7,7 @@ and offline HTML viewers written to ``--out``.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -22,10 +23,7 @@ def _biggest_nodes(g: GradGraph, k: int = 3) -> List[str]:
         outs = [o for o in d.get("outputs") or () if o]
         if not outs:
             continue
-        numel = 1
-        for s in outs[0]["shape"]:
-            numel *= s
-        rows.append((numel, n, d, outs[0]))
+        rows.append((math.prod(outs[0]["shape"]), n, d, outs[0]))
     rows.sort(key=lambda r: -r[0])
     lines = []
     for numel, n, d, out in rows[:k]:

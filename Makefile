@@ -9,7 +9,7 @@ VPY     := $(VENV)/bin/python
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.setup-done
 
-.PHONY: setup demo test bench js clean browser
+.PHONY: setup native demo test bench js clean browser
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -26,7 +26,12 @@ $(STAMP): $(VPY) pyproject.toml js/package.json
 	$(VPY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The compiled capture core (graphwidget/_native/capture.cpp): ~20 s with g++. Without a compiler graphwidget
+# still works (pure Python, slower on big graphs), so `make demo` goes on; `make test` requires it.
+native: $(STAMP)
+	$(VPY) -m graphwidget build-native || echo "graphwidget: continuing without the compiled capture core"
+
+setup: $(STAMP) native
 
 js: $(STAMP)
 	cd js && npm install --no-audit --no-fund && npm run build
@@ -36,10 +41,10 @@ demo: setup
 
 test: setup browser
 	cd js && npm install --no-audit --no-fund --silent && npm run build && npm test
-	$(VPY) -m pytest -q tests
+	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q tests
 
 bench: setup
 	$(VPY) tests/bench/bench_capture.py
 
 clean:
-	rm -rf $(VENV) js/node_modules graphwidget/static out
+	rm -rf $(VENV) js/node_modules graphwidget/static graphwidget/_native/build out

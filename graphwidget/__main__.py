@@ -1,6 +1,6 @@
-"""``python -m graphwidget demo``: see graphwidget.demo."""
+"""``python -m graphwidget demo`` / ``build-native``: see graphwidget.cli."""
 import sys
 
-from .demo import main
+from .cli import main
 
 sys.exit(main())

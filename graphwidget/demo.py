@@ -6,11 +6,9 @@ and offline HTML viewers written to ``--out``.
 """
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from . import examples as ex
 from .graph import GradGraph, _human_bytes
@@ -117,21 +115,3 @@ def run_demo(out: Optional[Path], profile: bool = True) -> Dict[str, Any]:
             p.write_text(g.to_json())
             written.append(p)
     return {"graphs": graphs, "written": written}
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m graphwidget", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd")
-    d = sub.add_parser("demo", help="run the demo on the built-in examples")
-    d.add_argument("--out", type=Path, default=Path("out"), help="folder for the HTML viewers (default: out)")
-    d.add_argument("--no-profile", action="store_true", help="skip timing (structure and sizes only)")
-    args = ap.parse_args(argv)
-    if args.cmd != "demo":
-        ap.print_help()
-        return 2
-    run_demo(args.out, profile=not args.no_profile)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

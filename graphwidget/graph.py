@@ -45,8 +45,28 @@ class GradGraph:
         self.nx = graph
         self.meta = meta
         self.output = output
-        #: node id -> torch's absolute autograd sequence number (not serialised; see capture.finalize_seq)
-        self.abs_seq: Dict[int, int] = {}
+        self._abs_seq: Optional[Dict[int, int]] = {}
+        self._abs_seq_raw: Optional[bytes] = None  # the compiled core's form: uint64 per node id, max = none
+
+    @property
+    def abs_seq(self) -> Dict[int, int]:
+        """Node id -> torch's absolute autograd sequence number, for matching ``torch.profiler`` events (not
+        serialised; see ``capture.finalize_seq``). Built on first use when the compiled core captured the graph."""
+        if self._abs_seq is None:
+            import array
+            raw = array.array("Q")
+            raw.frombytes(self._abs_seq_raw or b"")
+            none = 2**64 - 1
+            self._abs_seq = {i: v for i, v in enumerate(raw) if v != none}
+            self._abs_seq_raw = None
+        return self._abs_seq
+
+    @abs_seq.setter
+    def abs_seq(self, value: Dict[int, int]) -> None:
+        self._abs_seq, self._abs_seq_raw = value, None
+
+    def _set_abs_seq_raw(self, raw: bytes) -> None:
+        self._abs_seq, self._abs_seq_raw = None, raw
 
     # -- construction -------------------------------------------------------------------------------------------
     @classmethod
@@ -73,6 +93,22 @@ class GradGraph:
             "timing": timing,
         }
         return cls(build_digraph(enumerate(nodes), edges), meta)
+
+    @classmethod
+    def from_adjacency(
+        cls,
+        node: Dict[int, Dict[str, Any]],
+        succ: Dict[int, Dict[int, Dict[str, Any]]],
+        pred: Dict[int, Dict[int, Dict[str, Any]]],
+        *,
+        roots: Sequence[int],
+        title: Optional[str] = None,
+    ) -> "GradGraph":
+        """Build from networkx's own adjacency dicts (node attrs, successors, predecessors), used as-is; the
+        compiled capture core returns these."""
+        meta = {"torch": _torch_version(), "title": title, "roots": list(roots), "traced": False, "timed": False,
+                "timing": None}
+        return cls(digraph_from_adjacency(node, succ, pred), meta)
 
     # -- queries ------------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -208,7 +244,6 @@ def build_digraph(nodes: Iterable[Tuple[int, Dict[str, Any]]],
     ``add_nodes_from``/``add_edges_from`` copy every attribute dict and re-check every key; for 100k nodes that
     was ~4.4 s of a capture whose bare walk takes 0.1 s. The resulting object is an ordinary DiGraph.
     """
-    g = nx.DiGraph()
     node: Dict[int, Dict[str, Any]] = {}
     succ: Dict[int, Dict[int, Dict[str, Any]]] = {}
     pred: Dict[int, Dict[int, Dict[str, Any]]] = {}
@@ -221,6 +256,14 @@ def build_digraph(nodes: Iterable[Tuple[int, Dict[str, Any]]],
             raise ValueError(f"edge ({u}, {v}) names a node that is not in the graph")
         succ[u][v] = attrs
         pred[v][u] = attrs
+    return digraph_from_adjacency(node, succ, pred)
+
+
+def digraph_from_adjacency(node: Dict[int, Dict[str, Any]], succ: Dict[int, Dict[int, Dict[str, Any]]],
+                           pred: Dict[int, Dict[int, Dict[str, Any]]]) -> nx.DiGraph:
+    """An ordinary DiGraph whose internals are these dicts (every node a key of all three; ``succ[u][v]`` is
+    ``pred[v][u]``, the edge's attribute dict)."""
+    g = nx.DiGraph()
     # Same invariants as DiGraph.__init__ (_adj is _succ); the views are built lazily from these dicts.
     g._node, g._adj, g._succ, g._pred = node, succ, succ, pred
     for cached in ("nodes", "adj", "succ", "pred", "edges", "in_edges", "out_edges", "degree"):

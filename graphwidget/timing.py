@@ -191,7 +191,8 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
                 call_ms = [clock.ms(c[2], c[3]) for c in run.calls]
                 run.fwd = [call_ms[c] if c >= 0 else (0.0 if c == -2 else None) for c in cmap]
                 runs.append(run)
-            run.order, run.leaves, run.calls = [], [], []  # free the graph (the last one lives on in `out`)
+            run.drop_nodes()  # free the graph (the last one lives on in `out`)
+            run.calls = []
             if k < warmup + repeat - 1:
                 out = None
         if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
@@ -298,10 +299,9 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
         run.bwd_wall = ms(b0, b1)
         if isinstance(clock, CudaClock):
             run.bwd = [ms(a, b) if b is not None and a is not None else None for a, b in zip(run.starts, run.ends)]
-        else:  # inline ns -> ms: 10k method calls are a visible share of a repeat
-            run.bwd = [(b - a) / 1e6 if b is not None and a is not None else None
-                       for a, b in zip(run.starts, run.ends)]
+        else:
+            run.bwd = run.bwd_ms()
     else:
-        run.bwd = [None] * len(run.order)
+        run.bwd = [None] * run.n
     run.starts, run.ends = [], []
     return run, graph, out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import sys
 import time
 from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -14,6 +15,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import native
 from ._apply_patch import patch_function_apply
 from ._seq import NO_SEQ, next_seq
 from .deep_free import make_deep_free_safe
@@ -171,6 +173,9 @@ class Run:
         self.base, self.fwd_wall, self.bwd_wall = 0, 0.0, 0.0
         self.fwd: List[Optional[float]] = []
         self.bwd: List[Optional[float]] = []
+        self.n = 0
+        #: the compiled core's Instrumented (hooks.cpp) when it did the walk and the hooks; else None
+        self.native: Any = None
 
     def layout(self) -> List[Tuple[int, int]]:
         """The calls' sequence-number ranges relative to the run's start: equal runs share the node -> call map."""
@@ -187,9 +192,25 @@ class Run:
         for h in self.handles:
             h.remove()
         self.new, self.shared, self.handles = [], [], []
+        if self.native is not None:
+            self.native.remove()
+
+    def bwd_ms(self) -> List[Optional[float]]:
+        """Per node: backward ms from the stamps of a CPU-clock run (None where the node did not run)."""
+        if self.native is not None:
+            return self.native.bwd_ms()
+        return [(b - a) / 1e6 if b is not None and a is not None else None for a, b in zip(self.starts, self.ends)]
+
+    def drop_nodes(self) -> None:
+        """Forget the nodes (the graph may be freed); types, arity and timings stay."""
+        self.order, self.leaves = [], []
+        if self.native is not None:
+            self.native.remove()
 
     def seqs(self) -> List[Optional[int]]:
         """Each node's autograd sequence number (``None`` for AccumulateGrad, which has none)."""
+        if self.native is not None:
+            return self.native.seqs()
         return [s if s < NO_SEQ else None for s in (fn._sequence_nr() for fn in self.order)]
 
 
@@ -205,11 +226,36 @@ def root_nodes(roots: Sequence[torch.Tensor]) -> List[Any]:
     return out
 
 
+def _instrument_native(roots: Sequence[Any], hook: bool) -> Optional[Run]:
+    """The compiled core's walk + C++ hooks (graphwidget/_native/hooks.cpp), or None when it is not built or the
+    roots are something it does not handle. Its stamps are CLOCK_MONOTONIC ns, i.e. ``time.perf_counter_ns`` on
+    Linux, so only CPU-clock runs on Linux use it."""
+    mod = native.load()
+    if mod is None or sys.platform != "linux":
+        return None
+    try:
+        h = mod.instrument(list(roots), hook)
+    except mod.Unsupported:
+        return None
+    run = Run()
+    run.native = h
+    run.n = h.n
+    run.types, run.arity, run.leaves = h.types, h.arity, h.leaves
+    make_deep_free_safe(h.wrapped + len(roots))  # only wrapped nodes recurse when freed (deep_free.py)
+    return run
+
+
 def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
     """Walk the graph in capture's order (depth-first pre-order, ``next_functions`` in order) and, when ``stamp`` is
-    given, hook every node on the way: one pass, no per-node dicts, closures that only store a stamp.
+    given, hook every node on the way.
 
-    Every name used per node is a local: at ~3 µs a node, attribute lookups are a visible share."""
+    With the compiled core and the CPU clock (``time.perf_counter_ns``), C++ does both and its hooks never enter
+    Python. Otherwise: one Python pass, no per-node dicts, closures that only store a stamp; every name used per
+    node is a local: at ~3 µs a node, attribute lookups are a visible share."""
+    if stamp is None or stamp is time.perf_counter_ns:
+        fast = _instrument_native(roots, stamp is not None)
+        if fast is not None:
+            return fast
     run = Run()
     starts, ends = run.starts, run.ends
     add_node, add_type, add_arity = run.order.append, run.types.append, run.arity.append
@@ -261,6 +307,7 @@ def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
     if stamp is not None:  # the hooks fire only in backward, after this
         starts.extend([None] * n)
         ends.extend([None] * n)
+    run.n = n
     make_deep_free_safe(n)  # this walk wrapped every node: freeing a deep graph now recurses (see deep_free.py)
     return run
 

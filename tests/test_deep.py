@@ -13,12 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = textwrap.dedent("""
     import gc, sys, torch
     import graphwidget as gw
-    n, order = int(sys.argv[1]), sys.argv[2]
+    n, order, engine = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     x = torch.zeros(1, requires_grad=True)
     y = x
     for _ in range(n - 1):
         y = y + 1
-    g = gw.capture(y)
+    g = gw.capture(y, engine=engine)
     assert len(g) == n, len(g)
     assert g.summary()["depth"] == n
     if order == "graph_first":
@@ -31,15 +31,21 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def run(n: int, order: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(n), order], cwd=ROOT, capture_output=True,
+def run(n: int, order: str, engine: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(n), order, engine], cwd=ROOT, capture_output=True,
                           text=True, timeout=600)
 
 
+def engines() -> list:
+    from graphwidget import native
+    return ["python", "native"] if native.available() else ["python"]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", engines())
 @pytest.mark.parametrize("order", ["graph_first", "tensor_first"])
-def test_million_node_chain_captures_and_frees_in_either_order(order):
-    proc = run(1_000_000, order)
+def test_million_node_chain_captures_and_frees_in_either_order(order, engine):
+    proc = run(1_000_000, order, engine)
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr[-2000:]}"
     assert "survived" in proc.stdout
 
@@ -88,3 +94,28 @@ def test_stack_guard_only_raises_the_soft_limit():
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
     assert required_stack(1_000_000) >= 256 * 2**20  # measured need for 1M nodes: 128-256 MiB
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("native" not in engines(), reason="compiled capture core not built")
+def test_native_capture_needs_no_stack_guard():
+    """The compiled core gives (almost) no node a Python wrapper, so torch frees the chain iteratively: a 1M-node
+    chain captured by it frees on the default 8 MiB stack, and the guard leaves the limit alone."""
+    script = textwrap.dedent("""
+        import resource, torch
+        import graphwidget as gw
+        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+        resource.setrlimit(resource.RLIMIT_STACK, (8 * 2**20, hard))
+        x = torch.zeros(1, requires_grad=True)
+        y = x
+        for i in range(1_000_000):
+            y = y * 1.0001 if i % 2 else y + 1
+        g = gw.capture(y, engine="native")
+        assert len(g) == 1_000_001
+        assert resource.getrlimit(resource.RLIMIT_STACK)[0] == 8 * 2**20, "the guard raised the limit"
+        del y; del g
+        print("survived", flush=True)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert "survived" in proc.stdout

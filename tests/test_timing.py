@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import graphwidget as gw
 from graphwidget import examples as ex
+from graphwidget import native
 from graphwidget.timing_check import profile_torch
 from graphwidget.timing_hooks import instrument, root_nodes
 
@@ -183,7 +184,12 @@ def test_every_hook_and_patch_is_removed():
 
     g = gw.profile(f, x, repeat=2)
     assert _global_state() == before
-    nodes = instrument(root_nodes([g.output]), None).order
+    nodes, stack = [], [g.output.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn not in nodes:
+            nodes.append(fn)
+            stack.extend(c for c, _ in fn.next_functions if c is not None)
     assert len(nodes) == len(g) == 4
     seen = []
     for node in nodes:
@@ -331,3 +337,78 @@ def test_cuda_events_path():
     plain = {k: (v.detach().clone().requires_grad_() if v.requires_grad else v) for k, v in inp.items()}
     ex.homography_repeat(**plain).sum().backward()
     assert torch.equal(inp["img"].grad, plain["img"].grad)
+
+
+@pytest.mark.skipif(not native.available(), reason="compiled core not built")
+def test_native_hooks_time_every_node_and_are_really_removed():
+    """The C++ hooks (hooks.cpp): stamps for every node that ran, and after remove() they no longer fire."""
+    mod = native.load()
+    x = torch.randn(64, requires_grad=True)
+    y = (x.exp() * x).sin().sum()
+    first = mod.instrument([y.grad_fn], True)
+    first.remove()
+    second = mod.instrument([y.grad_fn], True)
+    assert second.n == len(gw.capture(y)) and second.types == [type(n) for n in _preorder(y.grad_fn)]
+    y.backward()
+    second.remove()
+    assert all(v is None for v in first.bwd_ms())          # removed before backward: never fired
+    ms = second.bwd_ms()
+    assert all(v is not None and v >= 0 for v in ms)        # every node ran, leaf included
+    assert second.leaves == [x] and second.seqs()[-1] is None  # AccumulateGrad: the leaf, no sequence number
+    # the graph still works and gives the usual gradient
+    assert torch.allclose(x.grad, (torch.cos((x.exp() * x)) * (x.exp() * x + x.exp())).detach())
+
+
+def _preorder(root):
+    order, seen, stack = [], set(), [root]
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        order.append(fn)
+        stack.extend(c for c, _ in reversed(fn.next_functions) if c is not None and c not in seen)
+    return order
+
+
+class _Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+@pytest.mark.skipif(not native.available(), reason="compiled core not built")
+def test_native_and_python_walks_agree(monkeypatch):
+    """Same nodes, order, types, arity, leaves and sequence numbers from the C++ walk and the Python one."""
+    model, x, target = _convnet(batch=2)
+    w = torch.randn(4, requires_grad=True)
+    programs = [
+        [ex.homography_repeat(**ex.homography_inputs(2, 16, 16)).sum()],
+        [ex.convnet_loss(model, x, target)],
+        [_Scale.apply(w).sum(), (w * 2).sum()],
+    ]
+    for roots in programs:
+        fast = instrument(root_nodes(roots), None)
+        monkeypatch.setenv("GRAPHWIDGET_NATIVE", "0")
+        slow = instrument(root_nodes(roots), None)
+        monkeypatch.delenv("GRAPHWIDGET_NATIVE")
+        assert fast.native is not None and slow.native is None
+        assert fast.types == slow.types and fast.arity == slow.arity and fast.seqs() == slow.seqs()
+        assert len(fast.leaves) == len(slow.leaves) and all(a is b for a, b in zip(fast.leaves, slow.leaves))
+        fast.remove_hooks()
+
+
+def test_profile_with_the_python_hooks(monkeypatch):
+    """Without the compiled core, profile's Python hooks give the same kind of answer."""
+    monkeypatch.setenv("GRAPHWIDGET_NATIVE", "0")
+    inp = ex.homography_inputs(2, 32, 32)
+    g = gw.profile(ex.homography_repeat, **inp, repeat=2, warmup=0)
+    s = g.summary()
+    timed = [d["bwd_ms"] for _, d in g.nx.nodes(data=True) if d["bwd_ms"] is not None]
+    assert len(timed) == len(g) and s["backward_ms"] >= s["unattributed_ms"] >= 0
+    assert abs(sum(timed) + s["unattributed_ms"] - s["backward_ms"]) < 0.05 * s["backward_ms"] + 0.05

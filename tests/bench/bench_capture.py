@@ -1,7 +1,10 @@
 """Capture cost vs. the bare DFS over next_functions, measured in the same run (ratios, not absolute targets).
 
-Run: .venv/bin/python tests/bench/bench_capture.py [--sizes 10000 100000 1000000]
+Run: .venv/bin/python tests/bench/bench_capture.py [--sizes 10000 100000 1000000] [--python-1m]
 Targets (issue 2): full annotated capture <= 3x the bare DFS at 100k nodes; a 1M-node capture under 6 s.
+
+``capture`` is gw.capture as users get it (the compiled core when built: `python -m graphwidget build-native`);
+``python`` is the pure-Python path (engine="python") for comparison, skipped at 1M unless --python-1m (~15 s).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
+from graphwidget import native  # noqa: E402
 from graphwidget.deep_free import make_deep_free_safe  # noqa: E402
 
 
@@ -59,18 +63,25 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--python-1m", action="store_true", help="also time the pure-Python path at 1M nodes")
     args = ap.parse_args()
     # Freeing a deep graph that Python has walked recurses inside torch (see graphwidget/deep_free.py); the bare
     # DFS below walks without graphwidget's protection, so grant the stack up front.
     make_deep_free_safe(max(args.sizes))
-    print(f"torch {torch.__version__}, python {sys.version.split()[0]}; best of {args.reps} "
+    core = "compiled core" if native.available() else f"NO compiled core ({native.status()['reason']})"
+    print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {core}; best of {args.reps} "
           f"(1M: 1), each on a fresh graph")
     print(f"{'nodes':>9} {'bare DFS':>10} {'us/node':>8} {'capture':>10} {'us/node':>8} {'ratio':>6} "
-          f"{'to_json':>9} {'load_json':>9}")
+          f"{'python':>9} {'ratio':>6} {'to_json':>9} {'load_json':>9}")
     for n in args.sizes:
         reps = args.reps if n <= 100_000 else 1
         dfs = min(fresh_time(n, lambda y: bare_dfs(y.grad_fn)) for _ in range(reps))
         cap = min(fresh_time(n, lambda y: gw.capture(y)) for _ in range(reps))
+        if n <= 100_000 or args.python_1m:
+            py = min(fresh_time(n, lambda y: gw.capture(y, engine="python")) for _ in range(reps))
+            py_cols = f"{py:>8.3f}s {py / dfs:>6.2f}"
+        else:
+            py_cols = f"{'-':>9} {'-':>6}"
         y = make_chain(n)
         g = gw.capture(y)
         assert len(g) == n, (len(g), n)
@@ -81,7 +92,7 @@ def main() -> None:
         gw.load_json(text)
         tl = time.perf_counter() - t
         print(f"{n:>9} {dfs:>9.3f}s {dfs / n * 1e6:>8.2f} {cap:>9.3f}s {cap / n * 1e6:>8.2f} {cap / dfs:>6.2f} "
-              f"{tj:>8.3f}s {tl:>8.3f}s", flush=True)
+              f"{py_cols} {tj:>8.3f}s {tl:>8.3f}s", flush=True)
         del g, y, text
         gc.collect()
 

@@ -1,0 +1,174 @@
+// Shared by graphwidget's compiled core (capture.cpp, hooks.cpp, module.cpp): owned references, errors, keys.
+#pragma once
+
+#include <Python.h>
+
+#include <torch/csrc/autograd/function.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gw {
+
+using torch::autograd::Node;
+
+
+// ---------------------------------------------------------------------------------------------------------------
+// Small RAII helpers: every owned PyObject* lives in a Ref, so an exception anywhere leaks nothing.
+
+struct Ref {
+  PyObject* p = nullptr;
+  Ref() = default;
+  explicit Ref(PyObject* o) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  Ref(Ref&& o) noexcept : p(o.p) { o.p = nullptr; }
+  Ref& operator=(Ref&& o) noexcept {
+    if (this != &o) {
+      Py_XDECREF(p);
+      p = o.p;
+      o.p = nullptr;
+    }
+    return *this;
+  }
+  PyObject* get() const { return p; }
+  PyObject* release() {
+    PyObject* r = p;
+    p = nullptr;
+    return r;
+  }
+  static Ref borrow(PyObject* o) {
+    Py_XINCREF(o);
+    return Ref(o);
+  }
+};
+
+struct PyError {};      // a Python exception is set; unwind to the entry point
+struct Unsupported {};  // this graph needs the Python path
+
+inline PyObject* UnsupportedError = nullptr;  // <module>.Unsupported
+
+inline PyObject* check(PyObject* o) {
+  if (!o) throw PyError{};
+  return o;
+}
+inline Ref own(PyObject* o) { return Ref(check(o)); }
+inline void set_item(PyObject* d, PyObject* k, PyObject* v) {  // v borrowed
+  if (PyDict_SetItem(d, k, v) < 0) throw PyError{};
+}
+inline void set_item_steal(PyObject* d, PyObject* k, PyObject* v) {
+  Ref hold(check(v));
+  set_item(d, k, hold.get());
+}
+inline void append(PyObject* list, PyObject* v) {  // v borrowed
+  if (PyList_Append(list, v) < 0) throw PyError{};
+}
+inline Ref int_obj(long long v) { return own(PyLong_FromLongLong(v)); }
+
+// Take a finished record out of the cycle collector's care. The records are trees of plain data that cannot form
+// a cycle, so the collector has nothing to find in them, yet with ~8 containers per node it spent as long
+// scanning them after a 100k-node capture (one pass over every object made while it was paused: 2 us a node) as
+// the whole walk takes. A dict re-tracks itself as soon as a container is put into it, so user edits stay safe.
+inline void untrack(PyObject* o) {
+  if (PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
+}
+
+// Interned dict keys, made once at import.
+#define GW_KEYS(X)                                                                                      \
+  X(op) X(kind) X(outputs) X(saved) X(attrs) X(saved_bytes) X(tensor) X(seq) X(grad_bytes) X(shape)   \
+  X(stride) X(dtype) X(device) X(contiguous) X(memory_format) X(bytes) X(storage_bytes) X(storage)    \
+  X(freed) X(name) X(requires_grad) X(output) X(slot) X(also) X(variable) X(saved_tensors)             \
+  X(_storage_key)
+#define GW_DECLARE(k) inline PyObject* K_##k = nullptr;
+GW_KEYS(GW_DECLARE)
+#undef GW_DECLARE
+inline PyObject* S_leaf = nullptr;
+inline PyObject* S_custom = nullptr;
+inline PyObject* S_contiguous = nullptr;
+inline PyObject* S_channels_last = nullptr;
+inline PyObject* S_channels_last_3d = nullptr;
+inline PyObject* S_non_contiguous = nullptr;
+
+inline bool init_keys() {
+#define GW_INTERN(k) \
+  if (!(K_##k = PyUnicode_InternFromString(#k))) return false;
+  GW_KEYS(GW_INTERN)
+#undef GW_INTERN
+  return (S_leaf = PyUnicode_InternFromString("leaf")) && (S_custom = PyUnicode_InternFromString("custom")) &&
+         (S_contiguous = PyUnicode_InternFromString("contiguous")) &&
+         (S_channels_last = PyUnicode_InternFromString("channels_last")) &&
+         (S_channels_last_3d = PyUnicode_InternFromString("channels_last_3d")) &&
+         (S_non_contiguous = PyUnicode_InternFromString("non_contiguous"));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+// Node* -> index, open addressing with linear probing. std::unordered_map allocates a heap node per entry and was
+// ~7% of the capture in perf; this is one flat array.
+class NodeIndex {
+ public:
+  static constexpr size_t kMissing = ~size_t(0);
+  NodeIndex() { grow(1024); }
+  // Inserts `fn -> value` unless present; returns false when it was already there.
+  bool insert(Node* fn, size_t value) {
+    if ((size_ + 1) * 2 > slots_.size()) grow(slots_.size() * 2);
+    size_t i = slot(fn);
+    if (slots_[i].key == fn) return false;
+    slots_[i] = {fn, value};
+    ++size_;
+    return true;
+  }
+  size_t find(Node* fn) const {
+    const Entry& e = slots_[slot(fn)];
+    return e.key == fn ? e.value : kMissing;
+  }
+
+ private:
+  struct Entry {
+    Node* key = nullptr;
+    size_t value = 0;
+  };
+  std::vector<Entry> slots_;
+  size_t size_ = 0;
+  size_t slot(Node* fn) const {
+    size_t mask = slots_.size() - 1;
+    size_t h = (reinterpret_cast<uintptr_t>(fn) >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = (h >> 20) & mask;
+    while (slots_[i].key && slots_[i].key != fn) i = (i + 1) & mask;
+    return i;
+  }
+  void grow(size_t n) {
+    std::vector<Entry> old = std::move(slots_);
+    slots_.assign(n, Entry{});
+    for (const Entry& e : old)
+      if (e.key) slots_[slot(e.key)] = e;
+  }
+};
+
+// Wraps an entry point: C++ exceptions become Python ones.
+template <typename F>
+PyObject* guarded(F&& f) {
+  try {
+    return f();
+  } catch (const PyError&) {
+    return nullptr;
+  } catch (const Unsupported&) {
+    if (!PyErr_Occurred()) PyErr_SetString(UnsupportedError, "this graph needs graphwidget's Python path");
+    return nullptr;
+  } catch (const c10::Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
+// Entry points (module.cpp lists them).
+PyObject* py_capture(PyObject*, PyObject* args);
+PyObject* py_rank_seq(PyObject*, PyObject* attrs);
+PyObject* py_instrument(PyObject*, PyObject* args);
+bool init_hooks(PyObject* module);
+
+}  // namespace gw

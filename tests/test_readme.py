@@ -40,3 +40,11 @@ def test_examples_block_runs():
 
 def test_there_are_python_examples():
     assert len(BLOCKS) >= 5
+
+
+def test_compiled_core_block_runs():
+    ns: dict = {}
+    exec(block_after("## Capture"), ns)
+    exec(block_after("### The compiled core"), ns)
+    assert set(ns["native"].status()) == {"available", "path", "reason"}
+    assert ns["g"].summary()["nodes"] == 4

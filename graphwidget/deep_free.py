@@ -16,6 +16,10 @@ time, so raising the soft limit at run time (never above the hard limit) gives t
 Measured: a 1,000,000-node chain needs between 128 and 256 MiB; we reserve 512 bytes per node (2-4x margin).
 Worker threads have fixed-size stacks set when they start, so this protects frees on the main thread — where
 notebooks and scripts run — and we say so instead of pretending otherwise.
+
+The compiled core (graphwidget/_native) avoids most of the problem at its source: it reads nodes without giving them
+Python wrappers, so only the few it does wrap count, and its callers pass that number here. A 1M-node chain captured
+by it frees on the default 8 MiB stack with the limit untouched (tests/test_deep.py).
 """
 from __future__ import annotations
 

@@ -74,6 +74,8 @@ def tensor_record(t: torch.Tensor) -> Dict[str, Any]:
     graph-local integer before the record leaves the capture.
     """
     layout = t.layout
+    if t.is_nested:  # ragged: no single shape or strides; its components' shapes are in the forward outputs
+        return _nested_record(t)
     strided = layout is torch.strided
     numel = t.numel()
     nbytes = numel * t.element_size()
@@ -96,6 +98,17 @@ def tensor_record(t: torch.Tensor) -> Dict[str, Any]:
     rec["storage_bytes"] = sbytes
     rec["_storage_key"] = key
     return rec
+
+
+def _nested_record(t: torch.Tensor) -> Dict[str, Any]:
+    """A nested (ragged) tensor: no shape/stride (``None``), memory format ``"nested"``, sizes from its buffer."""
+    nbytes = t.numel() * t.element_size()
+    key, sbytes = _storage(t)
+    return {
+        "shape": None, "stride": None, "dtype": dtype_name(t.dtype), "device": device_name(t.device),
+        "contiguous": False, "memory_format": "nested", "bytes": nbytes,
+        "storage_bytes": sbytes if sbytes is not None else nbytes, "_storage_key": key,
+    }
 
 
 def _sparse_bytes(t: torch.Tensor) -> int:

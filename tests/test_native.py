@@ -212,6 +212,14 @@ def _deep_chain():
     return y, {}
 
 
+def _nested():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nested tensors are in prototype stage"
+        t = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], requires_grad=True)
+    return t.sin() * 2, {}
+
+
 def _grad_fn_root():
     x = torch.randn(3, requires_grad=True)
     return (x.exp() * 2).grad_fn, {}
@@ -225,7 +233,7 @@ PROGRAMS: Dict[str, Callable[[], Tuple[object, dict]]] = {
     "complex": _complex, "sparse": _sparse, "views_inplace": _views_inplace, "transformer": _transformer,
     "select_loop": _select_loop, "saved_lists_and_odd_values": _saved_lists_and_odd_values,
     "subclass": _subclass, "meta_device": _meta_device, "convnet": _convnet, "deep_chain": _deep_chain,
-    "grad_fn_root": _grad_fn_root,
+    "grad_fn_root": _grad_fn_root, "nested": _nested,
 }
 
 
@@ -350,3 +358,15 @@ def test_random_programs_give_identical_graphs(n_leaves, steps, backward):
     if backward:
         root.backward()
     same(root)
+
+
+def test_nested_tensors_are_described_not_crashed_on():
+    """Ragged tensors have no single shape: their records say so instead of raising from inside torch."""
+    obj, _ = _nested()
+    for engine in ("python", "native"):
+        g = gw.capture(obj, engine=engine)
+        saved = [s for n in g.nodes() for s in g.node(n)["saved"] if s["dtype"] == "float32"]  # not a 0-d scalar
+        assert saved and all(s["memory_format"] == "nested" and s["shape"] is None and s["bytes"] == 18 * 4
+                             for s in saved)
+        leaf = g.node(g.nodes(kind="leaf")[0])["tensor"]
+        assert leaf["memory_format"] == "nested" and leaf["storage_bytes"] == 72

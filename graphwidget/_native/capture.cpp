@@ -331,7 +331,7 @@ class Capture {
   Ref tensor_record(PyObject* obj, Ref* key, PyObject* tmpl) {
     if (plain(obj)) {
       const at::Tensor& t = THPVariable_Unpack(obj);
-      if (t.layout() == c10::kStrided && t.has_storage()) return strided_record(t, key, tmpl);
+      if (t.layout() == c10::kStrided && !t.is_nested() && t.has_storage()) return strided_record(t, key, tmpl);
     }
     Ref rec = own(PyObject_CallOneArg(py_tensor_record_, obj));
     if (!PyDict_Check(rec.get())) {

@@ -65,6 +65,19 @@ inline void append(PyObject* list, PyObject* v) {  // v borrowed
   if (PyList_Append(list, v) < 0) throw PyError{};
 }
 inline Ref int_obj(long long v) { return own(PyLong_FromLongLong(v)); }
+// Py_NewRef / PyModule_AddObjectRef are Python 3.10+; the package supports 3.9.
+inline PyObject* new_ref(PyObject* o) {
+  Py_INCREF(o);
+  return o;
+}
+inline int add_object_ref(PyObject* module, const char* name, PyObject* value) {
+  Py_INCREF(value);
+  if (PyModule_AddObject(module, name, value) < 0) {
+    Py_DECREF(value);
+    return -1;
+  }
+  return 0;
+}
 
 // Take a finished record out of the cycle collector's care. The records are trees of plain data that cannot form
 // a cycle, so the collector has nothing to find in them, yet with ~8 containers per node it spent as long

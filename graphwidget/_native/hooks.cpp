@@ -176,7 +176,7 @@ PyObject* m_bwd_ms(PyObject* self, PyObject*) {
       if (st.hooked && st.stamps->start[i] != kNotRun && st.stamps->end[i] != kNotRun) {
         v = check(PyFloat_FromDouble(double(st.stamps->end[i] - st.stamps->start[i]) / 1e6));
       } else {
-        v = Py_NewRef(Py_None);
+        v = new_ref(Py_None);
       }
       PyList_SET_ITEM(out.get(), (Py_ssize_t)i, v);
     }
@@ -191,7 +191,7 @@ PyObject* m_seqs(PyObject* self, PyObject*) {
     Ref out = own(PyList_New((Py_ssize_t)st.seq.size()));
     for (size_t i = 0; i < st.seq.size(); ++i) {
       uint64_t s = st.seq[i];
-      PyObject* v = s >= (uint64_t(1) << 63) ? Py_NewRef(Py_None) : check(PyLong_FromUnsignedLongLong(s));
+      PyObject* v = s >= (uint64_t(1) << 63) ? new_ref(Py_None) : check(PyLong_FromUnsignedLongLong(s));
       PyList_SET_ITEM(out.get(), (Py_ssize_t)i, v);
     }
     return out.release();
@@ -203,7 +203,7 @@ PyObject* g_types(PyObject* self, void*) {
     State& st = state(self);
     Ref out = own(PyList_New((Py_ssize_t)st.types.size()));
     for (size_t i = 0; i < st.types.size(); ++i)
-      PyList_SET_ITEM(out.get(), (Py_ssize_t)i, Py_NewRef((PyObject*)st.types[i]));
+      PyList_SET_ITEM(out.get(), (Py_ssize_t)i, new_ref((PyObject*)st.types[i]));
     return out.release();
   });
 }
@@ -219,7 +219,7 @@ PyObject* g_arity(PyObject* self, void*) {
 }
 
 PyObject* g_leaves(PyObject* self, void*) {
-  return guarded([&]() -> PyObject* { return Py_NewRef(state(self).leaves.get()); });
+  return guarded([&]() -> PyObject* { return new_ref(state(self).leaves.get()); });
 }
 
 PyObject* g_n(PyObject* self, void*) {
@@ -315,7 +315,7 @@ bool init_hooks(PyObject* module) {
   InstrumentedType.tp_methods = instrumented_methods;
   InstrumentedType.tp_getset = instrumented_getset;
   if (PyType_Ready(&InstrumentedType) < 0) return false;
-  return PyModule_AddObjectRef(module, "Instrumented", (PyObject*)&InstrumentedType) == 0;
+  return add_object_ref(module, "Instrumented", (PyObject*)&InstrumentedType) == 0;
 }
 
 }  // namespace gw

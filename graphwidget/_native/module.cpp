@@ -33,7 +33,7 @@ PyMODINIT_FUNC GW_CAT(PyInit_, GW_MODULE_NAME)(void) {
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return nullptr;
   gw::UnsupportedError = PyErr_NewException(GW_STR(GW_MODULE_NAME) ".Unsupported", PyExc_Exception, nullptr);
-  if (!gw::UnsupportedError || PyModule_AddObjectRef(m, "Unsupported", gw::UnsupportedError) < 0 ||
+  if (!gw::UnsupportedError || gw::add_object_ref(m, "Unsupported", gw::UnsupportedError) < 0 ||
       !gw::init_hooks(m)) {
     Py_DECREF(m);
     return nullptr;

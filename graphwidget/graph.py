@@ -31,6 +31,19 @@ def _torch_version() -> Optional[str]:
         return None
 
 
+def _new_meta(roots: Sequence[int], title: Optional[str], traced: bool = False, timed: bool = False,
+              timing: Optional[Dict[str, Any]] = None, torch_version: Optional[str] = None) -> Dict[str, Any]:
+    """A fresh graph's ``meta`` (docs/schema.md)."""
+    return {
+        "torch": torch_version if torch_version is not None else _torch_version(),
+        "title": title,
+        "roots": list(roots),
+        "traced": traced,
+        "timed": timed,
+        "timing": timing,
+    }
+
+
 class GradGraph:
     """An autograd graph captured by :func:`graphwidget.capture`, :func:`graphwidget.trace` or
     :func:`graphwidget.profile`.
@@ -84,15 +97,8 @@ class GradGraph:
     ) -> "GradGraph":
         """Build from node attribute dicts (``nodes[i]`` is node ``i``; used as-is, not copied) and
         ``(u, v, attrs)`` edge triples."""
-        meta = {
-            "torch": torch_version if torch_version is not None else _torch_version(),
-            "title": title,
-            "roots": list(roots),
-            "traced": traced,
-            "timed": timed,
-            "timing": timing,
-        }
-        return cls(build_digraph(enumerate(nodes), edges), meta)
+        return cls(build_digraph(enumerate(nodes), edges),
+                   _new_meta(roots, title, traced, timed, timing, torch_version))
 
     @classmethod
     def from_adjacency(
@@ -106,9 +112,7 @@ class GradGraph:
     ) -> "GradGraph":
         """Build from networkx's own adjacency dicts (node attrs, successors, predecessors), used as-is; the
         compiled capture core returns these."""
-        meta = {"torch": _torch_version(), "title": title, "roots": list(roots), "traced": False, "timed": False,
-                "timing": None}
-        return cls(digraph_from_adjacency(node, succ, pred), meta)
+        return cls(digraph_from_adjacency(node, succ, pred), _new_meta(roots, title))
 
     # -- queries ------------------------------------------------------------------------------------------------
     def __len__(self) -> int:

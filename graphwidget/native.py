@@ -1,6 +1,6 @@
 """Build and load graphwidget's compiled core (``graphwidget/_native/``: capture and timing hooks).
 
-The core makes :func:`graphwidget.capture` about 3-4x faster on big graphs (see the README's measured figures) and
+The core makes :func:`graphwidget.capture` 2.5-3.5x faster on big graphs (see the README's measured figures) and
 produces exactly the same graph as the pure-Python path, which stays as the fallback. It is a torch C++ extension,
 so it must be compiled against the torch you run; it is built once, on request, never silently during a capture
 (a build takes about a minute)::

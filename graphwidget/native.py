@@ -27,7 +27,7 @@ from typing import Any, Dict, Optional
 
 NATIVE_DIR = Path(__file__).with_name("_native")
 #: The sources, compiled into one extension module (module.cpp defines it).
-SOURCES = [NATIVE_DIR / n for n in ("module.cpp", "capture.cpp", "hooks.cpp")]
+SOURCES = [NATIVE_DIR / n for n in ("module.cpp", "capture.cpp", "hooks.cpp", "json.cpp")]
 HEADERS = [NATIVE_DIR / "common.h"]
 
 _module: Optional[ModuleType] = None

@@ -11,6 +11,10 @@ PyMethodDef methods[] = {
      "rank_seq(node_attrs) -> {node: absolute seq}; replaces each node's seq by its rank (capture.finalize_seq)"},
     {"instrument", gw::py_instrument, METH_VARARGS,
      "instrument(roots, hook) -> Instrumented: capture's walk, with C++ timing hooks on every node (hooks.cpp)"},
+    {"json_arrays", gw::py_json_arrays, METH_VARARGS,
+     "json_arrays(node_attrs, succ, node_keys, edge_keys) -> (nodes JSON, edges JSON), as json.dumps writes them"},
+    {"untrack_tree", gw::py_untrack_tree, METH_O,
+     "untrack_tree(obj): untrack the plain dicts/lists of parsed JSON from the cycle collector (load_json)"},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
@@ -26,7 +30,7 @@ PyMethodDef methods[] = {
 #define GW_CAT(a, b) GW_CAT2(a, b)
 
 static PyModuleDef module_def = {PyModuleDef_HEAD_INIT, GW_STR(GW_MODULE_NAME),
-                                 "graphwidget's compiled core: capture and timing hooks", -1, methods};
+                                 "graphwidget's compiled core: capture, timing hooks, JSON", -1, methods};
 
 PyMODINIT_FUNC GW_CAT(PyInit_, GW_MODULE_NAME)(void) {
   if (!gw::init_keys()) return nullptr;

@@ -132,7 +132,7 @@ class Capture {
     std::vector<Node*> root_nodes;
     Py_ssize_t nroots = PyList_GET_SIZE(roots);
     for (Py_ssize_t i = 0; i < nroots; ++i) root_nodes.push_back(node_of(PyList_GET_ITEM(roots, i)));
-    walk(root_nodes);
+    preorder(root_nodes, index_, [&](Node* fn) { order_.push_back(fn); });
     const size_t n = order_.size();
 
     Ref node_dict = own(PyDict_New());
@@ -215,32 +215,7 @@ class Capture {
   Ref dtype_names_[256];
   std::unordered_map<int, Ref> device_names_;
 
-  static Node* node_of(PyObject* obj) {
-    if (torch::autograd::THPCppFunction_Check(obj)) return ((torch::autograd::THPCppFunction*)obj)->cdata.get();
-    int is_fn = PyObject_IsInstance(obj, (PyObject*)&THPFunctionType);
-    if (is_fn < 0) throw PyError{};
-    if (is_fn) {
-      Node* n = ((THPFunction*)obj)->cdata.get();
-      if (n) return n;
-    }
-    throw Unsupported{};
-  }
 
-  // Depth-first pre-order from the roots, next_edges in order: the same ids as capture.walk.
-  void walk(const std::vector<Node*>& roots) {
-    std::vector<Node*> stack(roots.rbegin(), roots.rend());
-    while (!stack.empty()) {
-      Node* fn = stack.back();
-      stack.pop_back();
-      if (!index_.insert(fn, order_.size())) continue;
-      order_.push_back(fn);
-      const auto& next = fn->next_edges();
-      for (size_t i = next.size(); i-- > 0;) {
-        Node* child = next[i].function.get();
-        if (child && index_.find(child) == NodeIndex::kMissing) stack.push_back(child);
-      }
-    }
-  }
 
   PyObject* dtype_name(at::ScalarType st) {
     int i = (int)st;
@@ -273,12 +248,8 @@ class Capture {
   // Read one attribute through `self` (a real wrapper or a StandIn of a `direct` type). RuntimeError (a saved
   // value released by backward()) becomes nullptr; other errors propagate.
   static Ref read(PyObject* self, const Attr& a, bool stand_in) {
-    PyObject* v = stand_in ? a.getset->get(self, a.getset->closure) : PyObject_GetAttr(self, a.attr.get());
-    if (!v) {
-      if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) throw PyError{};
-      PyErr_Clear();
-    }
-    return Ref(v);
+    if (!stand_in) return getattr_or_freed(self, a.attr.get());
+    return freed_as_null(a.getset->get(self, a.getset->closure));
   }
 
   TypeInfo& type_of(PyObject* wrapper) {
@@ -447,7 +418,7 @@ class Capture {
   }
 
   // Saved tensors of one node into `saved`; returns the sum of their "bytes".
-  long long add_saved(PyObject* saved, PyObject* name, PyObject* value, long long* total) {
+  void add_saved(PyObject* saved, PyObject* name, PyObject* value, long long* total) {
     if (THPVariable_Check(value)) {
       Ref rec = saved_tensor(name, value);
       append(saved, rec.get());
@@ -463,12 +434,14 @@ class Capture {
         *total += PyLong_AsLongLong(PyDict_GetItem(rec.get(), K_bytes));
       }
     }
-    return *total;
   }
 
   // getattr that turns RuntimeError (a saved value released by backward()) into nullptr; other errors propagate.
-  static Ref getattr_or_freed(PyObject* obj, PyObject* attr) {
-    PyObject* v = PyObject_GetAttr(obj, attr);
+  static Ref getattr_or_freed(PyObject* obj, PyObject* attr) { return freed_as_null(PyObject_GetAttr(obj, attr)); }
+
+  // A getter's result, with RuntimeError (a saved value released by backward()) turned into nullptr; other errors
+  // propagate.
+  static Ref freed_as_null(PyObject* v) {
     if (!v) {
       if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) throw PyError{};
       PyErr_Clear();
@@ -577,16 +550,8 @@ class Capture {
       if (!tensors.get()) {
         Ref fr = freed_record(K_saved_tensors);
         append(saved.get(), fr.get());
-      } else if (PyObject_IsTrue(tensors.get())) {
-        Ref fast = own(PySequence_Fast(tensors.get(), "saved_tensors"));
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.get()); ++i) {
-          PyObject* t = PySequence_Fast_GET_ITEM(fast.get(), i);
-          if (!THPVariable_Check(t)) continue;
-          Ref nm = own(PyUnicode_FromFormat("saved_tensors[%zd]", i));
-          Ref rec = saved_tensor(nm.get(), t);
-          append(saved.get(), rec.get());
-          total += PyLong_AsLongLong(PyDict_GetItem(rec.get(), K_bytes));
-        }
+      } else {  // a tuple: records named saved_tensors[i], as _Builder.saved names them
+        add_saved(saved.get(), K_saved_tensors, tensors.get(), &total);
       }
     } else {
       for (const Attr& a : info.tensor_attrs) {
@@ -710,21 +675,10 @@ PyObject* py_capture(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "O!O!OOOOO!p:capture", &PyList_Type, &roots, &PyDict_Type, &param_names, &type_info,
                         &jsonable, &dtype_name, &tensor_record, &PyTuple_Type, &node_template, &rank))
     return nullptr;
-  try {
+  return guarded([&] {
     Capture c(param_names, type_info, jsonable, dtype_name, tensor_record, node_template);
     return c.run(roots, rank != 0);
-  } catch (const PyError&) {
-    return nullptr;
-  } catch (const Unsupported&) {
-    PyErr_SetString(UnsupportedError, "this graph needs graphwidget's Python capture path");
-    return nullptr;
-  } catch (const c10::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-    return nullptr;
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
+  });
 }
 
 // rank_seq(node_attrs) -> {node: absolute seq}: capture.finalize_seq in C++ (the Python sort with a key function
@@ -734,12 +688,14 @@ PyObject* py_rank_seq(PyObject*, PyObject* attrs) {
     PyErr_SetString(PyExc_TypeError, "rank_seq expects the graph's node attribute dict");
     return nullptr;
   }
-  try {
+  auto odd = [] {
+    PyErr_SetString(UnsupportedError, "seq values that are not plain non-negative ints");
+    return Unsupported{};
+  };
+  return guarded([&]() -> PyObject* {
     struct Item {
       unsigned long long seq;
-      PyObject* node;  // borrowed from attrs
-      PyObject* d;
-      PyObject* abs;
+      PyObject* d;  // borrowed from attrs
     };
     std::vector<Item> items;
     items.reserve((size_t)PyDict_GET_SIZE(attrs));
@@ -747,32 +703,27 @@ PyObject* py_rank_seq(PyObject*, PyObject* attrs) {
     Py_ssize_t pos = 0;
     PyObject *node, *d;
     while (PyDict_Next(attrs, &pos, &node, &d)) {
-      if (!PyDict_Check(d)) throw Unsupported{};
+      if (!PyDict_Check(d)) throw odd();
       PyObject* seq = PyDict_GetItemWithError(d, K_seq);
       if (!seq) {
         if (PyErr_Occurred()) throw PyError{};
         continue;
       }
       if (seq == Py_None) continue;
-      if (!PyLong_CheckExact(seq)) throw Unsupported{};
+      if (!PyLong_CheckExact(seq)) throw odd();
       unsigned long long v = PyLong_AsUnsignedLongLong(seq);
       if (v == (unsigned long long)-1 && PyErr_Occurred()) {
         PyErr_Clear();
-        throw Unsupported{};
+        throw odd();
       }
-      items.push_back(Item{v, node, d, seq});
+      items.push_back(Item{v, d});
       set_item(abs_seq.get(), node, seq);
     }
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.seq < b.seq; });
     // abs_seq holds a reference to every old number, so replacing them in the dicts frees none we still read.
     for (size_t rank = 0; rank < items.size(); ++rank) set_item_steal(items[rank].d, K_seq, PyLong_FromSize_t(rank));
     return abs_seq.release();
-  } catch (const PyError&) {
-    return nullptr;
-  } catch (const Unsupported&) {
-    PyErr_SetString(UnsupportedError, "seq values that are not plain non-negative ints");
-    return nullptr;
-  }
+  });
 }
 
 }  // namespace gw

@@ -4,6 +4,8 @@
 #include <Python.h>
 
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/python_cpp_function.h>
+#include <torch/csrc/autograd/python_function.h>
 
 #include <cstdint>
 #include <vector>
@@ -158,6 +160,39 @@ class NodeIndex {
       if (e.key) slots_[slot(e.key)] = e;
   }
 };
+
+// Depth-first pre-order from the roots, next_edges in order, each node once: the order that defines graph ids
+// (capture.walk in Python). `index` receives node -> position; `visit(fn)` runs once per node, in that order.
+template <typename Visit>
+void preorder(const std::vector<Node*>& roots, NodeIndex& index, Visit&& visit) {
+  std::vector<Node*> stack(roots.rbegin(), roots.rend());
+  size_t n = 0;
+  while (!stack.empty()) {
+    Node* fn = stack.back();
+    stack.pop_back();
+    if (!index.insert(fn, n)) continue;
+    ++n;
+    visit(fn);
+    const auto& next = fn->next_edges();
+    for (size_t i = next.size(); i-- > 0;) {
+      Node* child = next[i].function.get();
+      if (child && index.find(child) == NodeIndex::kMissing) stack.push_back(child);
+    }
+  }
+}
+
+// The C++ node behind a grad_fn object (a C++ node's wrapper, or a custom Function's node); Unsupported for
+// anything else, which the callers leave to their Python paths.
+inline Node* node_of(PyObject* obj) {
+  if (torch::autograd::THPCppFunction_Check(obj)) return ((torch::autograd::THPCppFunction*)obj)->cdata.get();
+  int is_fn = PyObject_IsInstance(obj, (PyObject*)&THPFunctionType);
+  if (is_fn < 0) throw PyError{};
+  if (is_fn) {
+    Node* n = ((THPFunction*)obj)->cdata.get();
+    if (n) return n;
+  }
+  throw Unsupported{};
+}
 
 // Wraps an entry point: C++ exceptions become Python ones.
 template <typename F>

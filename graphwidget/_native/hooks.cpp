@@ -127,17 +127,6 @@ TypeEntry& entry_for(std::unordered_map<std::type_index, TypeEntry>& cache, Stat
   return cache.emplace(key, e).first->second;
 }
 
-Node* node_of(PyObject* obj) {
-  if (torch::autograd::THPCppFunction_Check(obj)) return ((torch::autograd::THPCppFunction*)obj)->cdata.get();
-  int is_fn = PyObject_IsInstance(obj, (PyObject*)&THPFunctionType);
-  if (is_fn < 0) throw PyError{};
-  if (is_fn) {
-    Node* n = ((THPFunction*)obj)->cdata.get();
-    if (n) return n;
-  }
-  throw Unsupported{};
-}
-
 PyTypeObject InstrumentedType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 void instrumented_dealloc(PyObject* self) {
@@ -255,14 +244,11 @@ PyObject* py_instrument(PyObject*, PyObject* args) {
   return guarded([&]() -> PyObject* {
     auto st = std::make_unique<State>();
     st->leaves = own(PyList_New(0));
-    std::vector<Node*> stack;
-    for (Py_ssize_t i = PyList_GET_SIZE(roots); i-- > 0;) stack.push_back(node_of(PyList_GET_ITEM(roots, i)));
+    std::vector<Node*> root_nodes;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(roots); ++i) root_nodes.push_back(node_of(PyList_GET_ITEM(roots, i)));
     NodeIndex index;
     std::unordered_map<std::type_index, TypeEntry> cache;
-    while (!stack.empty()) {
-      Node* fn = stack.back();
-      stack.pop_back();
-      if (!index.insert(fn, st->nodes.size())) continue;
+    preorder(root_nodes, index, [&](Node* fn) {
       st->nodes.push_back(c10::intrusive_ptr<Node>::reclaim_copy(fn));
       PyTypeObject* tp = nullptr;
       TypeEntry& e = entry_for(cache, *st, fn, &tp);
@@ -273,13 +259,8 @@ PyObject* py_instrument(PyObject*, PyObject* args) {
         Ref var = own(THPVariable_Wrap(acc->variable));
         append(st->leaves.get(), var.get());
       }
-      const auto& next = fn->next_edges();
-      st->arity.push_back((int)next.size());
-      for (size_t j = next.size(); j-- > 0;) {
-        Node* child = next[j].function.get();
-        if (child && index.find(child) == NodeIndex::kMissing) stack.push_back(child);
-      }
-    }
+      st->arity.push_back((int)fn->next_edges().size());
+    });
     size_t n = st->nodes.size();
     if (hook) {
       st->stamps = std::make_shared<Stamps>();

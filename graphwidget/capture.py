@@ -436,8 +436,10 @@ def capture_raw(obj: Any, module: Optional[torch.nn.Module] = None, title: Optio
         n = len(w.order)
         del w, roots
         graph = GradGraph.from_records(nodes, edges, roots=root_ids, title=title)
-        if rank:  # engine="python" stays pure Python to the end
-            graph.abs_seq = rank_seq_python(graph.nx._node) if engine == "python" else finalize_seq(graph).abs_seq
+        if rank and engine == "python":  # pure Python to the end
+            graph.abs_seq = rank_seq_python(graph.nx._node)
+        elif rank:
+            finalize_seq(graph)
     make_deep_free_safe(n)
     return graph
 

@@ -10,6 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import networkx as nx
 
+from . import native
 from ._gc import gc_paused
 
 FORMAT = "graphwidget"
@@ -217,7 +218,6 @@ class GradGraph:
     def _to_json_native(self) -> Optional[str]:
         """The same text as the json.dumps path, written by the compiled core without building :meth:`to_dict`
         first (100k nodes: ~1 s -> see the README); None when the core is absent or a value is not plain JSON."""
-        from . import native
         mod = native.load()
         if mod is None:
             return None
@@ -318,7 +318,6 @@ def load_json(text: str) -> GradGraph:
                 f"graphwidget.load_json: not JSON ({exc}); pass the text GradGraph.to_json() wrote.") from None
         g = from_dict(data)
         del data
-        from . import native
         mod = native.load()
         if mod is not None:  # plain data, no cycles: spare the collector its pass over ~10 containers a node
             for part in (g.nx._node, g.nx._succ, g.nx._pred):

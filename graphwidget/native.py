@@ -15,6 +15,7 @@ them makes :func:`available` false until the next build instead of loading a sta
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -34,7 +35,9 @@ _module: Optional[ModuleType] = None
 _load_error: Optional[str] = None
 
 
+@functools.lru_cache(maxsize=None)
 def _key() -> str:
+    """Hash of the sources, torch's version and the Python ABI; computed once (load() runs on every capture)."""
     import torch
     h = hashlib.sha256()
     for p in SOURCES + HEADERS:

@@ -10,7 +10,7 @@ const out = new URL("../graphwidget/static/", import.meta.url).pathname;
 mkdirSync(out, { recursive: true });
 const common = { bundle: true, minify: true, target: ["es2020", "chrome100", "firefox113", "safari16.4"], legalComments: "none", logLevel: "warning" };
 
-const worker = await esbuild.build({ ...common, entryPoints: ["src/layout-worker.ts"], format: "iife", write: false });
+const worker = await esbuild.build({ ...common, entryPoints: ["src/entries/layout-worker.ts"], format: "iife", write: false });
 const workerSource = worker.outputFiles[0].text;
 
 const inline = {
@@ -21,7 +21,7 @@ const inline = {
   },
 };
 
-await esbuild.build({ ...common, entryPoints: ["src/widget.ts"], format: "esm", outfile: `${out}widget.js`, plugins: [inline], loader: { ".css": "text" } });
-await esbuild.build({ ...common, entryPoints: ["src/viewer.ts"], format: "iife", globalName: "graphwidgetViewer", outfile: `${out}viewer.js`, plugins: [inline], loader: { ".css": "text" } });
+await esbuild.build({ ...common, entryPoints: ["src/entries/widget.ts"], format: "esm", outfile: `${out}widget.js`, plugins: [inline], loader: { ".css": "text" } });
+await esbuild.build({ ...common, entryPoints: ["src/entries/viewer.ts"], format: "iife", globalName: "graphwidgetViewer", outfile: `${out}viewer.js`, plugins: [inline], loader: { ".css": "text" } });
 
 for (const f of ["widget.js", "viewer.js"]) console.log(`${f}: ${(statSync(out + f).size / 1024).toFixed(1)} KiB`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { colourAt, defaultMetric, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf } from "../src/colour";
+import { colourAt, defaultMetric, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf } from "../src/model/colour";
 import { doc, node } from "./graphs";
-import { dtypeBytes, formatBytes, formatMs } from "../src/format";
+import { dtypeBytes, formatBytes, formatMs } from "../src/model/format";
 
 describe("colour scale", () => {
   it("is logarithmic between the smallest positive value and the max", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { base64ToBytes, decodeGraph, GraphModel, isGzip, normaliseGraph, toBytes } from "../src/data";
+import { base64ToBytes, decodeGraph, isGzip, normaliseGraph, toBytes } from "../src/model/decode";
+import { GraphModel } from "../src/model/graph";
 
 /** gzip with the platform's CompressionStream (the browser side only needs the inverse). */
 async function gzip(text: string): Promise<Uint8Array> {

@@ -1,6 +1,7 @@
 /** Small schema-form graphs for unit tests. */
-import type { GraphDoc, GraphNode } from "../src/types";
-import { normaliseGraph, GraphModel } from "../src/data";
+import type { GraphDoc, GraphNode } from "../src/schema/types";
+import { normaliseGraph } from "../src/model/decode";
+import { GraphModel } from "../src/model/graph";
 
 export function node(id: number, op: string, extra: Partial<GraphNode> = {}): Partial<GraphNode> {
   return { id, op, kind: op === "AccumulateGrad" ? "leaf" : "backward", saved: [], attrs: {}, saved_bytes: 0, ...extra };

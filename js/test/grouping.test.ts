@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Hierarchy, clusterTitle, type Cluster } from "../src/grouping";
-import { buildView, initialExpansion } from "../src/view";
+import { Hierarchy, clusterTitle, type Cluster } from "../src/model/grouping";
+import { buildView, initialExpansion } from "../src/model/view";
 import { chain, fanin, model, node, randomDag } from "./graphs";
 
 const measure = () => ({ w: 80, h: 30, dl: "", ds: "" });

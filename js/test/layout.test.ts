@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { layeredLayout, placeRow, backEdges, longestPathLayers } from "../src/layout-layered";
-import { dagreLayout } from "../src/layout-dagre";
+import { layeredLayout, placeRow, backEdges, longestPathLayers } from "../src/layout/layered";
+import { dagreLayout } from "../src/layout/dagre";
 import { computeLayout } from "../src/layout";
-import { NODE_SEP, type LayoutInput, type LayoutResult } from "../src/layout-types";
+import { NODE_SEP, type LayoutInput, type LayoutResult } from "../src/layout/types";
 
 function input(n: number, edges: [number, number][], w = 80, h = 30): LayoutInput {
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { searchNodes } from "../src/search";
+import { searchNodes } from "../src/model/search";
 import { model, node } from "./graphs";
 
 describe("search", () => {

@@ -1,7 +1,7 @@
 /** "Top nodes": the most expensive nodes, sortable by any column; a click selects the node in the graph. */
-import type { GraphModel } from "./data";
+import type { GraphModel } from "../model/graph";
 import { h } from "./dom";
-import { formatBytes, formatMs } from "./format";
+import { formatBytes, formatMs } from "../model/format";
 
 export type SortKey = "op" | "source" | "module" | "fwd_ms" | "bwd_ms" | "saved_bytes";
 const COLUMNS: { key: SortKey; label: string; numeric: boolean }[] = [

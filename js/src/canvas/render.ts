@@ -3,11 +3,11 @@
  * bucket and strokes by style so 10k visible elements cost a few dozen canvas calls, not thousands.
  * Text is drawn with fillText: graph strings can never become markup.
  */
-import { BUCKET_COLOURS, MISSING_COLOUR, bucketOf, darkFill } from "./colour";
+import { BUCKET_COLOURS, MISSING_COLOUR, bucketOf, darkFill } from "../model/colour";
 import { LABEL_FONT, SUB_FONT } from "./measure";
-import type { ViewGraph } from "./view";
+import type { ViewGraph } from "../model/view";
 
-export interface Camera { s: number; tx: number; ty: number; }
+import type { CameraState } from "./camera";
 
 export interface Theme {
   bg: string; edge: string; edgeHi: string; text: string; textMuted: string; stroke: string;
@@ -86,7 +86,7 @@ function box(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: 
   else ctx.rect(x, y, w, h);
 }
 
-export function draw(ctx: CanvasRenderingContext2D, cam: Camera, cssW: number, cssH: number, dpr: number, p: Paint, th: Theme): DrawStats {
+export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: number, cssH: number, dpr: number, p: Paint, th: Theme): DrawStats {
   const t0 = performance.now();
   const { items, edges } = p.view;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);

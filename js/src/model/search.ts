@@ -1,5 +1,5 @@
 /** Search over the fields a user knows a node by: op, module path, source location and code line. */
-import type { GraphModel } from "./data";
+import type { GraphModel } from "./graph";
 
 export const SEARCH_FIELDS = ["op", "module", "source", "code"] as const;
 

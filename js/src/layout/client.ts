@@ -4,8 +4,8 @@
  * same code on the main thread after a frame, and says so in `mode`.
  */
 import workerSource from "virtual:layout-worker";
-import { computeLayout } from "./layout";
-import type { LayoutInput, LayoutResult } from "./layout-types";
+import { computeLayout } from "./index";
+import type { LayoutInput, LayoutResult } from "./types";
 
 type Pending = { resolve: (r: LayoutResult) => void; reject: (e: Error) => void };
 

@@ -2,8 +2,8 @@
  * Worker entry. Bundled separately by build.mjs into a string, started from a Blob URL (works from file:// and in
  * Jupyter, where a worker script cannot be fetched from the package).
  */
-import { computeLayout } from "./layout";
-import type { LayoutInput, LayoutResult } from "./layout-types";
+import { computeLayout } from "../layout";
+import type { LayoutInput, LayoutResult } from "../layout/types";
 
 interface Req { id: number; input: LayoutInput; }
 

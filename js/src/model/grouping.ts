@@ -10,7 +10,7 @@
  *             (topological order), recursively, so expanding any one cluster adds a bounded number of items
  * Clusters are expanded lazily (click), like Model Explorer.
  */
-import type { GraphModel } from "./data";
+import type { GraphModel } from "./graph";
 
 export type ClusterKind = "root" | "module" | "chain" | "fanin" | "range";
 /** A child is a node index or a cluster. */

@@ -9,7 +9,7 @@
  *      minimum gaps with pool-adjacent-violators (isotonic regression), O(layer size) per layer
  * Isolated nodes are packed in a grid below the rest so a 0-edge graph is a block, not one endless row.
  */
-import { NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "./layout-types";
+import { NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
 
 const ORDER_SWEEPS = 4;
 const COORD_SWEEPS = 6;

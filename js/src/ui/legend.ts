@@ -1,5 +1,5 @@
 /** Colour legend: gradient with min / middle / max ticks, the "no data" swatch and what the outline means. */
-import { MISSING_COLOUR, PALETTE, METRICS, legendTicks, type Scale } from "./colour";
+import { MISSING_COLOUR, PALETTE, METRICS, legendTicks, type Scale } from "../model/colour";
 import { h } from "./dom";
 
 export function renderLegend(el: HTMLElement, s: Scale): void {

@@ -3,7 +3,7 @@
  * anyone embedding the export. Documented in docs/viewer.md.
  */
 import type { App } from "./app";
-import { isMetricName, type MetricName } from "./colour";
+import { isMetricName, type MetricName } from "../model/colour";
 
 export interface GraphWidgetApi {
   /** resolves when the first complete drawing is on screen */

@@ -1,9 +1,9 @@
 /** The short text shown on hover. Plain strings: the pane puts them in with textContent. */
-import type { GraphModel } from "./data";
-import type { Hierarchy } from "./grouping";
-import { formatBytes, formatMs, formatShape, formatCount } from "./format";
-import { METRICS, type MetricName } from "./colour";
-import type { ViewEdge, ViewGraph, ViewItem } from "./view";
+import type { GraphModel } from "../model/graph";
+import type { Hierarchy } from "../model/grouping";
+import { formatBytes, formatMs, formatShape, formatCount } from "../model/format";
+import { METRICS, type MetricName } from "../model/colour";
+import type { ViewEdge, ViewGraph, ViewItem } from "../model/view";
 
 export const tooltipLines = {
   item(model: GraphModel, hier: Hierarchy, it: ViewItem, values: Float64Array, metric: MetricName): string[] {

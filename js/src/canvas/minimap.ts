@@ -3,11 +3,11 @@
  * per layout/colour change into a backing canvas; each frame only copies it and draws the rectangle.
  * Click or drag in it to move the view.
  */
-import { BUCKET_COLOURS, bucketOf } from "./colour";
+import { BUCKET_COLOURS, bucketOf } from "../model/colour";
 
 const MISSING_GREY = "#b8bec8";
-import type { Camera } from "./render";
-import type { ViewGraph } from "./view";
+import type { CameraState } from "./camera";
+import type { ViewGraph } from "../model/view";
 
 export const MINIMAP_W = 180;
 export const MINIMAP_H = 120;
@@ -67,7 +67,7 @@ export class Minimap {
   }
 
   /** Copies the specks and draws the current viewport. */
-  frame(cam: Camera, cssW: number, cssH: number): void {
+  frame(cam: CameraState, cssW: number, cssH: number): void {
     const ctx = this.el.getContext("2d");
     if (!ctx) return;
     ctx.setTransform(1, 0, 0, 1, 0, 0);

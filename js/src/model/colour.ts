@@ -6,7 +6,7 @@
  * dark red that does not; on top of that, "hot" nodes (the top of the distribution, see hotThreshold) get a
  * thick outline so they jump out even when zoomed far out.
  */
-import type { GraphNode } from "./types";
+import type { GraphNode } from "../schema/types";
 import { dtypeBytes, formatBytes, formatMs, numel } from "./format";
 
 export type MetricName = "grad_bytes" | "saved_bytes" | "bwd_ms" | "fwd_ms" | "output_bytes" | "none";

@@ -1,10 +1,10 @@
 /** Everything in one node record, laid out for reading. Built only with dom.h (text, never markup). */
-import type { GraphModel } from "./data";
-import type { Cluster, Hierarchy } from "./grouping";
-import { clusterTitle } from "./grouping";
+import type { GraphModel } from "../model/graph";
+import type { Cluster, Hierarchy } from "../model/grouping";
+import { clusterTitle } from "../model/grouping";
 import { gridTable, h, kvTable } from "./dom";
-import { formatBytesLong, formatMs, formatShape, formatValue } from "./format";
-import { outputBytes } from "./colour";
+import { formatBytesLong, formatMs, formatShape, formatValue } from "../model/format";
+import { outputBytes } from "../model/colour";
 
 export interface InspectorActions {
   select(node: number): void;

@@ -2,8 +2,8 @@
  * anywidget entry: `render({ model, el })`. Small traits sync both ways (`selected`, `colour_by`, `height`); the
  * graph itself arrives once as gzip-compressed JSON bytes in `_graph`.
  */
-import { App } from "./app";
-import { isMetricName } from "./colour";
+import { App } from "../ui/app";
+import { isMetricName } from "../model/colour";
 
 export interface WidgetModel {
   get(name: string): unknown;
@@ -64,4 +64,4 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
 }
 
 export default { render };
-export { render };
+

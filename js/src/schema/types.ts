@@ -3,6 +3,15 @@
  * The front end only renders this document; nothing here is computed by JS.
  */
 
+/**
+ * Node record keys, in the order the Python side writes them (graphwidget/graph.py NODE_KEYS). A Python test parses
+ * this array literal out of this file: keep it one literal of double-quoted strings.
+ */
+export const NODE_KEYS = ["op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module", "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes"] as const;
+
+/** Edge record keys besides source and target, in the Python order (graphwidget/graph.py EDGE_KEYS). */
+export const EDGE_KEYS = ["output", "slot", "shape", "dtype", "also"] as const;
+
 export interface OutputMeta {
   shape: number[] | null;
   dtype: string | null;
@@ -59,6 +68,16 @@ export interface GraphNode {
 export interface GraphEdge {
   source: number;
   target: number;
+  output: number | null;
+  slot: number | null;
+  shape: number[] | null;
+  dtype: string | null;
+  /** more connections between the same pair (`a * a` feeds slots 0 and 1), else null */
+  also: EdgeConnection[] | null;
+}
+
+/** One more connection between the same two nodes as its edge record. */
+export interface EdgeConnection {
   output: number | null;
   slot: number | null;
   shape: number[] | null;

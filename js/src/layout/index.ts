@@ -1,7 +1,7 @@
 /** Picks the layout algorithm for a view; the same function runs in the worker and in the fallback. */
-import { dagreLayout } from "./layout-dagre";
-import { layeredLayout } from "./layout-layered";
-import { chooseAlgorithm, type LayoutInput, type LayoutResult } from "./layout-types";
+import { dagreLayout } from "./dagre";
+import { layeredLayout } from "./layered";
+import { chooseAlgorithm, type LayoutInput, type LayoutResult } from "./types";
 
 export function computeLayout(inp: LayoutInput): LayoutResult {
   if (inp.w.length === 0) {

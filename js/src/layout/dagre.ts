@@ -1,6 +1,6 @@
 /** dagre (network-simplex ranking, crossing minimisation, Brandes–Köpf placement) for small views. */
 import dagre from "@dagrejs/dagre";
-import { NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "./layout-types";
+import { NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
 
 export function dagreLayout(inp: LayoutInput): LayoutResult {
   const t0 = performance.now();

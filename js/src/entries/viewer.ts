@@ -3,8 +3,8 @@
  * <script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64"> and mounts the same App
  * as the widget into #gw-root. Also exposed as `graphwidgetViewer.mount(el, bytes)` for other pages.
  */
-import { App, type AppOptions } from "./app";
-import { base64ToBytes } from "./data";
+import { App, type AppOptions } from "../ui/app";
+import { base64ToBytes } from "../model/decode";
 
 export function mount(el: HTMLElement, data: unknown, opts: AppOptions = {}): App {
   const app = new App(el, opts);
@@ -28,4 +28,4 @@ if (typeof document !== "undefined") {
 }
 
 /** The layout entry point, exposed for benchmarks (tests/bench/bench_viewer.py compares the algorithms). */
-export { computeLayout } from "./layout";
+export { computeLayout } from "../layout";

@@ -2,7 +2,7 @@
  * The view: the items (nodes and collapsed clusters) and aggregated edges drawn for one expansion state.
  * Rebuilt in O(nodes + edges) on every expand/collapse.
  */
-import type { GraphModel } from "./data";
+import type { GraphModel } from "./graph";
 import { clusterTitle, type Cluster, type Hierarchy } from "./grouping";
 import { shortShape, formatCount } from "./format";
 

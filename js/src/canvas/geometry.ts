@@ -1,0 +1,77 @@
+/** Geometry of a laid-out view: bounds, the opening camera, hit testing of items and edges. */
+import type { ViewGraph } from "../model/view";
+import { Camera, clamp, type CameraState } from "./camera";
+import { edgeDistance2 } from "./render";
+
+export type Bounds = [number, number, number, number];
+
+/** [x0, y0, x1, y1] around every drawn item, or null for an empty view. */
+export function viewBounds(v: ViewGraph): Bounds | null {
+  if (!v.items.length) return null;
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const it of v.items) {
+    x0 = Math.min(x0, it.x - it.w / 2); x1 = Math.max(x1, it.x + it.w / 2);
+    y0 = Math.min(y0, it.y - it.h / 2); y1 = Math.max(y1, it.y + it.h / 2);
+  }
+  return [x0, y0, x1, y1];
+}
+
+/**
+ * First view: fit, unless that shrinks the graph into an unreadable sliver (a deep network is a very tall
+ * drawing). Then start readable at the top, where the flow begins; the minimap shows the rest.
+ */
+export function openingCamera(v: ViewGraph, w: number, h: number): CameraState | null {
+  const b = viewBounds(v);
+  if (!b) return null;
+  const fitted = Camera.fitBounds(b, w, h);
+  if (fitted.s >= 0.3) return fitted;
+  const [x0, y0, x1] = b;
+  // Centre on what is drawn in the first screenful, not on the whole drawing (layered layouts of deep graphs
+  // drift sideways, so the middle of the overall bounds can be empty at the top), and zoom out, down to the
+  // fitted scale's floor of 0.3, until those top items fit side by side.
+  const yTop = y0 + h / 0.8;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const it of v.items) {
+    if (it.y > yTop) continue;
+    lo = Math.min(lo, it.x - it.w / 2);
+    hi = Math.max(hi, it.x + it.w / 2);
+  }
+  if (!Number.isFinite(lo)) { lo = x0; hi = x1; }
+  const s = clamp((w - 48) / Math.max(hi - lo, 1), 0.3, 0.8);
+  return { s, tx: w / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
+}
+
+/** The topmost item under world point (wx, wy), or -1; tiny boxes when zoomed out stay clickable. */
+export function hitItem(v: ViewGraph, scale: number, wx: number, wy: number): number {
+  const slack = 2 / scale;
+  for (let i = v.items.length - 1; i >= 0; i--) {
+    const it = v.items[i];
+    if (Math.abs(wx - it.x) <= it.w / 2 + slack && Math.abs(wy - it.y) <= it.h / 2 + slack) return i;
+  }
+  return -1;
+}
+
+/** The drawn edge nearest (wx, wy) within 5 screen pixels, or -1 (none when zoomed far out). */
+export function hitEdge(v: ViewGraph, edgeBox: Float32Array, scale: number, wx: number, wy: number): number {
+  if (scale < 0.2) return -1;
+  const tol = 5 / scale;
+  let best = -1, bd = tol * tol;
+  const b = edgeBox;
+  for (let k = 0; k < v.edges.length; k++) {
+    if (wx < b[4 * k] - tol || wx > b[4 * k + 2] + tol || wy < b[4 * k + 1] - tol || wy > b[4 * k + 3] + tol) continue;
+    const d = edgeDistance2(v.edges[k].points!, wx, wy);
+    if (d < bd) { bd = d; best = k; }
+  }
+  return best;
+}
+
+/** A point on the drawn edge between items a and b (world units), or null. */
+export function edgeMidpoint(v: ViewGraph, a: number, b: number): [number, number] | null {
+  const e = v.edges.find((x) => x.s === a && x.t === b);
+  if (!e || !e.points) return null;
+  const p = e.points;
+  if (p.length === 4) return [(p[0] + p[2]) / 2, (p[1] + p[3]) / 2]; // the S-curve is symmetric about its middle
+  const k = Math.floor(p.length / 4) * 2;
+  return [p[k], p[k + 1]];
+}

@@ -1,0 +1,309 @@
+/**
+ * The whole view over a row of panes: toolbar, main area (one pane for a graph, two side by side for a diff),
+ * legend, side panel. One colour scale is shared by all panes, so equal colours mean equal values; search marks
+ * every pane. Shared by the anywidget view (entries/widget.ts) and the standalone export (entries/viewer.ts);
+ * the diff view (diff/app.ts) extends it.
+ */
+import { decodeGraph } from "../model/decode";
+import { GraphModel } from "../model/graph";
+import { Hierarchy, type Cluster } from "../model/grouping";
+import { defaultMetric, isMetricName, makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
+import { maskOf, searchNodes } from "../model/search";
+import { formatCount } from "../model/format";
+import { GraphPane } from "../canvas/pane";
+import { h } from "./dom";
+import { renderLegend } from "./legend";
+import { renderInspector } from "./inspector";
+import { SidePanel, GRAPH_TABS, type TabName } from "./panel";
+import { TopTable } from "./table";
+import { Toolbar } from "./toolbar";
+import { injectStyles } from "./styles";
+import { attachApi } from "./api";
+import type { GraphDoc } from "../schema/types";
+
+export interface AppOptions {
+  /** CSS height of the whole view ("600px", "100%") */
+  height?: string;
+  /** colour metric to start with; default: backward time for timed graphs, else gradient or saved bytes */
+  metric?: MetricName | null;
+  /** fired on every selection change; user = it came from a click/keypress in this view */
+  onSelect?(id: number | null, user: boolean): void;
+  onMetric?(metric: MetricName, user: boolean): void;
+}
+
+/** One pane's graph and its title (null: no title bar, as in the single-graph view). */
+export interface PaneSpec { doc: GraphDoc; label: string | null; }
+
+export type State = "loading" | "layout" | "ready" | "error";
+
+export class App {
+  readonly root: HTMLElement;
+  readonly ready: Promise<void>;
+  readonly timings = { decode: 0, total: 0 };
+  models: GraphModel[] = [];
+  hiers: Hierarchy[] = [];
+  panes: GraphPane[] = [];
+  labels: (string | null)[] = [];
+  metric: MetricName = "saved_bytes";
+  /** the colour scale every pane is drawn with */
+  scale: Scale = makeScale("none", []);
+  error: string | null = null;
+  protected readonly toolbar: Toolbar;
+  protected readonly main: HTMLElement;
+  protected readonly body: HTMLElement;
+  protected readonly legend: HTMLElement;
+  protected readonly panel: SidePanel;
+  private resolveReady!: () => void;
+  private rejectReady!: (e: unknown) => void;
+  private table: TopTable | null = null;
+  private hits: number[][] = [];
+  private hitMasks: (Uint8Array | null)[] = [];
+  private hitSide = 0;
+  private hitCursor = 0;
+  private t0 = performance.now();
+
+  constructor(el: HTMLElement, protected opts: AppOptions = {}, tabs: [TabName, string][] = GRAPH_TABS) {
+    this.root = el;
+    injectStyles(el);
+    el.classList.add("graphwidget-root");
+    if (opts.height) el.style.height = opts.height;
+    this.ready = new Promise<void>((res, rej) => { this.resolveReady = res; this.rejectReady = rej; });
+    this.ready.catch(() => {}); // a failed load is reported in the page and by `error`, not as an unhandled rejection
+    this.setState("loading");
+    this.toolbar = new Toolbar({
+      search: (q) => this.search(q),
+      searchStep: (d) => void this.searchStep(d),
+      colourBy: (m) => this.colourBy(m, true),
+      expandAll: () => void this.expandAll(),
+      collapseAll: () => void this.collapseAll(),
+      fit: () => this.fitAll(),
+      togglePanel: () => { this.panel.el.hidden = !this.panel.el.hidden; return !this.panel.el.hidden; },
+    });
+    this.main = h("div", { class: "gw-main" });
+    this.legend = h("div", { class: "gw-legend" });
+    this.panel = new SidePanel(tabs);
+    this.body = h("div", { class: "gw-body" }, h("div", { class: "gw-mainwrap" }, this.main, this.legend), this.panel.el);
+    el.replaceChildren(this.toolbar.el, this.body);
+    this.attach();
+  }
+
+  /** Puts the automation API on the root element (the diff view puts its own). */
+  protected attach(): void {
+    attachApi(this);
+  }
+
+  get model(): GraphModel | null { return this.models[0] ?? null; }
+  get hier(): Hierarchy | null { return this.hiers[0] ?? null; }
+  get pane(): GraphPane | null { return this.panes[0] ?? null; }
+
+  /** Decodes the graph bytes (gzip or plain JSON) or takes a parsed document, and draws it. */
+  async load(data: unknown): Promise<void> {
+    try {
+      const t = performance.now();
+      const doc: GraphDoc = data && typeof data === "object" && "nodes" in (data as object) ? (data as GraphDoc) : await decodeGraph(data);
+      const model = new GraphModel(doc);
+      this.timings.decode = performance.now() - t;
+      await this.show([{ doc, label: null }], [model], doc.meta.title ?? "");
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** Builds a pane per spec and draws them all; `ready` resolves once every pane is drawn. */
+  protected async show(specs: PaneSpec[], models: GraphModel[], title: string): Promise<void> {
+    this.panes.forEach((p) => p.dispose());
+    this.models = models;
+    this.labels = specs.map((s) => s.label);
+    this.hiers = this.models.map((m) => new Hierarchy(m));
+    this.panes = this.models.map((m, k) => new GraphPane(this.main, m, this.hiers[k], {
+      select: (node, user) => this.onPaneSelect(k, node, user),
+      changed: () => this.onChanged(),
+      error: (err) => this.fail(err),
+      busy: () => this.setState("layout"),
+      recolour: () => this.recolour(),
+      describe: (item) => this.describeItem(k, item),
+    }, specs[k].label));
+    this.toolbar.title.textContent = title;
+    this.toolbar.fillColours((m) => this.models.some((g) => g.nodes.some((n) => Number.isFinite(METRICS[m].value(n)))));
+    this.toolbar.groupButtons.hidden = !this.hiers.some((x) => x.grouped);
+    this.afterShow();
+    const docs = specs.map((s) => s.doc);
+    const hasGradBytes = docs.some((d) => d.nodes.some((n) => (n.grad_bytes ?? 0) > 0));
+    this.colourBy(this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric
+      : defaultMetric(docs.some((d) => d.meta.timed), hasGradBytes), false);
+    this.renderInspector();
+    await Promise.all(this.panes.map((p) => p.relayout()));
+    if (this.error) throw new Error(this.error);
+    this.timings.total = performance.now() - this.t0;
+    this.resolveReady();
+  }
+
+  /** After the panes exist, before the first layout: the graph view fills its Top nodes table. */
+  protected afterShow(): void {
+    const m = this.model!;
+    this.table = new TopTable(m, (i) => void this.selectIndex(i, true, true));
+    this.table.render();
+    this.panel.body("top").replaceChildren(this.table.el);
+  }
+
+  protected fail(err: unknown): void {
+    this.error = err instanceof Error ? err.message : String(err);
+    this.setState("error");
+    this.main.replaceChildren(h("div", { class: "gw-error", text: `Could not show this graph: ${this.error}` }));
+    this.rejectReady(err);
+  }
+
+  protected setState(s: State): void {
+    this.root.setAttribute("data-gw-state", s);
+  }
+
+  private onChanged(): void {
+    this.toolbar.status.textContent = this.statusText();
+    renderLegend(this.legend, this.scale);
+    this.renderInspector();
+    if (this.panes.every((p) => p.view && !p.busy)) this.setState("ready");
+  }
+
+  /** The toolbar's status text: counts, what is drawn, the layout time. */
+  protected statusText(): string {
+    const p = this.pane!, v = p.view!, m = this.model!;
+    const groups = v.items.filter((it) => it.cluster).length;
+    const shown = v.items.length - groups;
+    return `${formatCount(m.n)} nodes · ${formatCount(m.edges.length)} edges` +
+      (groups ? ` · showing ${formatCount(shown)} + ${formatCount(groups)} groups` : "") +
+      ` · layout ${Math.round(p.timings.layout)} ms (${p.timings.algorithm})`;
+  }
+
+  /** An extra tooltip line for a drawn item of pane k (none in the graph view). */
+  protected describeItem(_k: number, _item: number): string | null {
+    return null;
+  }
+
+  // ---- colour -------------------------------------------------------------------------------------------
+
+  /** One scale over the drawn items of every laid-out pane (group sums where groups are drawn), applied to all. */
+  recolour(): void {
+    const parts = this.panes.map((p) => p.itemSums());
+    const grouped = this.panes.some((p) => p.view?.items.some((it) => it.cluster));
+    let values: ArrayLike<number>;
+    if (grouped && this.metric !== "none") values = concat(parts.filter((x): x is Float64Array => !!x));
+    else values = concat(this.panes.map((p) => p.values));
+    this.scale = makeScale(this.metric, values);
+    for (const p of this.panes) p.applyScale(this.scale);
+    renderLegend(this.legend, this.scale);
+  }
+
+  colourBy(metric: MetricName, user = false): void {
+    this.metric = metric;
+    this.toolbar.colourSelect.value = metric;
+    for (const p of this.panes) p.setMetric(metric);
+    if (!this.panes.length) renderLegend(this.legend, this.scale);
+    this.opts.onMetric?.(metric, user);
+  }
+
+  // ---- selection ----------------------------------------------------------------------------------------
+
+  protected onPaneSelect(_k: number, node: number, user: boolean): void {
+    this.renderInspector();
+    this.table?.setSelected(node >= 0 ? this.model!.nodes[node].id : -1);
+    if (node >= 0 && user) this.panel.show("inspector");
+    this.opts.onSelect?.(node >= 0 ? this.model!.nodes[node].id : null, user);
+  }
+
+  selectIndex(i: number, centre: boolean, user: boolean, k = 0): Promise<void> {
+    const p = this.panes[k];
+    return p ? p.select(i, { centre, user }) : Promise.resolve();
+  }
+
+  /** Select by graph node id in pane k (null clears); unknown ids are ignored with a warning, returning false. */
+  async selectId(id: number | null, centre = true, user = false, k = 0): Promise<boolean> {
+    try { await this.ready; } catch { return false; } // nothing to select in a view that failed to load
+    const p = this.panes[k];
+    if (!p) return false;
+    if (id === null || id === undefined) { await this.selectIndex(-1, false, user, k); return true; }
+    const i = this.models[k].indexOf.get(Number(id));
+    if (i === undefined) { console.warn(`graphwidget: no node with id ${id}`); return false; }
+    if (i === p.selectedNode) { if (centre) p.centreItem(p.view!.rep[i]); return true; }
+    await this.selectIndex(i, centre, user, k);
+    return true;
+  }
+
+  renderInspector(): void {
+    const p = this.pane;
+    if (!this.model || !p) return;
+    renderInspector(this.panel.body("inspector"), this.model, this.hier!, p.selectedNode, p.expanded, {
+      select: (i) => void this.selectIndex(i, true, true),
+      collapse: (c) => void p.collapse(c),
+    });
+  }
+
+  // ---- search -------------------------------------------------------------------------------------------
+
+  /** Highlights matches in every pane and centres the first of each; returns the number of matching nodes. */
+  search(query: string): number {
+    const box = this.toolbar.searchInput;
+    if (box.value !== query) box.value = query;
+    if (!this.panes.length) return 0;
+    this.hits = this.models.map((m) => searchNodes(m, query));
+    this.hitMasks = this.hits.map((hs, k) => (hs.length ? maskOf(this.models[k].n, hs) : null));
+    this.hitSide = Math.max(0, this.hits.findIndex((hs) => hs.length > 0));
+    this.hitCursor = 0;
+    const total = this.hits.reduce((a, hs) => a + hs.length, 0);
+    this.toolbar.searchCount.textContent = !query.trim() ? "" : !total ? "no match"
+      : this.panes.length === 1 ? `1 / ${total}` : this.hits.map((hs, k) => `${this.labels[k] ?? k + 1}: ${hs.length}`).join(" · ");
+    this.panes.forEach((p, k) => {
+      const hs = this.hits[k];
+      p.setSearch(this.hitMasks[k], hs.length ? hs[0] : -1);
+      if (hs.length) p.centreItem(p.view!.rep[hs[0]]);
+    });
+    return total;
+  }
+
+  /** Enter: the next match (in the first pane that has matches), opened out of its group, selected and centred. */
+  async searchStep(dir: 1 | -1): Promise<number | null> {
+    const k = this.hitSide;
+    const hits = this.hits[k];
+    const p = this.panes[k];
+    if (!hits || !hits.length || !p) return null;
+    const first = p.selectedNode !== hits[this.hitCursor];
+    if (!first) this.hitCursor = (this.hitCursor + dir + hits.length) % hits.length;
+    const node = hits[this.hitCursor];
+    if (this.panes.length === 1) this.toolbar.searchCount.textContent = `${this.hitCursor + 1} / ${hits.length}`;
+    await p.reveal(node);
+    p.setSearch(this.hitMasks[k], node);
+    await this.selectIndex(node, true, true, k);
+    return this.models[k].nodes[node].id;
+  }
+
+  /** Pane k's search matches (a mask over its nodes), or null. */
+  matchMask(k = 0): Uint8Array | null {
+    return this.hitMasks[k] ?? null;
+  }
+
+  // ---- groups and camera --------------------------------------------------------------------------------
+
+  async expandAll(): Promise<void> {
+    await Promise.all(this.panes.map((p, k) => p.setExpanded(new Set<Cluster>([this.hiers[k].root, ...this.hiers[k].allClusters()]))));
+  }
+
+  async collapseAll(): Promise<void> {
+    await Promise.all(this.panes.map((p, k) => p.setExpanded(new Set<Cluster>([this.hiers[k].root]))));
+  }
+
+  fitAll(): void {
+    for (const p of this.panes) p.fit();
+  }
+
+  dispose(): void {
+    this.panes.forEach((p) => p.dispose());
+    this.root.replaceChildren();
+  }
+}
+
+function concat(parts: ArrayLike<number>[]): Float64Array {
+  if (parts.length === 1) return Float64Array.from(parts[0]);
+  const out = new Float64Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) { out.set(p as ArrayLike<number>, o); o += p.length; }
+  return out;
+}

@@ -3,41 +3,82 @@
 >>> import torch, graphwidget as gw
 >>> x = torch.randn(4, requires_grad=True)
 >>> g = gw.capture((x * 2).sum())
+
+The package is one folder per stage of the data's way — ``capture`` (torch objects -> graph), ``attribution``
+(source lines, module paths), ``profile`` (timings), ``model`` (the graph and its JSON form; torch-free),
+``analysis`` (summary, tables, diff, advisor; torch-free), ``views`` (widget, export, charts, magics) — and this
+module is its whole public surface.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from . import examples
 from ._version import __version__
-from .capture import capture
-from .graph import GradGraph, load_json
-from .trace import trace
+from .model import GradGraph, SchemaError
 
 __all__ = [
-    "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "examples",
-    "GraphWidget", "export_html", "load_ipython_extension",
+    "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
+    "Diff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension",
 ]
 
-# The views pull in anywidget/ipywidgets/plotly; capture should not pay for them, so they load on first use.
+try:
+    import torch as _torch  # noqa: F401 - capture, trace and profile need it; saved graphs do not
+except ImportError:  # pragma: no cover - exercised by tests/test_house.py in a subprocess
+    _TORCH_ERROR: Any = "torch is not installed"
+else:
+    _TORCH_ERROR = None
+    # The stages are subpackages named like the functions (graphwidget/capture/, graphwidget/profile/). Importing
+    # them here, once, binds the *functions* as this module's attributes for good: Python sets a parent's attribute
+    # only when a submodule is first loaded.
+    from . import attribution as _attribution
+    from . import capture as _capture_pkg
+    from . import profile as _profile_pkg
+    capture = _capture_pkg.capture
+    trace = _attribution.trace
+    profile = _profile_pkg.profile
+    from . import examples
+
+# Views pull in anywidget/ipywidgets/plotly and analyses need only the model: they load on first use.
 _LAZY = {
-    "GraphWidget": ("widget", "GraphWidget"),
-    "export_html": ("export", "export_html"),
-    "profile": ("timing", "profile"),
+    "GraphWidget": ("views.widget", "GraphWidget"),
+    "DiffWidget": ("views.diff_widget", "DiffWidget"),
+    "export_html": ("views.export", "export_html"),
+    "diff": ("analysis.diff", "diff"),
+    "compare": ("analysis.diff.compare", "compare"),
+    "Diff": ("analysis.diff", "Diff"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
         mod, attr = _LAZY[name]
         value = getattr(importlib.import_module(f".{mod}", __name__), attr)
         globals()[name] = value
         return value
+    if name in ("capture", "trace", "profile", "examples") and _TORCH_ERROR:
+        raise ImportError(f"graphwidget.{name} needs PyTorch ({_TORCH_ERROR}): pip install torch. Saved graphs "
+                          f"load, diff and display without it.")
     raise AttributeError(f"module 'graphwidget' has no attribute {name!r}")
 
 
+def load_json(text: Any) -> Any:
+    """Read what ``to_json()`` wrote: a :class:`GradGraph`, or a diff (``gw.diff``/``gw.compare``). The document is
+    validated first; a broken file raises ``ValueError`` naming the node and the field. Works without torch.
+
+    >>> g2 = gw.load_json(g.to_json())        # doctest: +SKIP
+    """
+    from ._util.gc import gc_paused
+    from .model import io, schema
+    with gc_paused():
+        data = io.parse(text)
+        if isinstance(data, dict) and data.get("format") == schema.DIFF_FORMAT:
+            from .analysis.diff import Diff
+            return Diff.from_dict(data)
+        return io.graph_from_parsed(data)
+
+
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext graphwidget``: registers the ``%gradgraph`` / ``%%gradgraph`` magics."""
-    from .magics import register
+    """``%load_ext graphwidget``: registers the ``%gradgraph`` / ``%%gradgraph`` magics (and ``%gradcompare``)."""
+    from .views.magics import register
     register(ipython)

@@ -18,11 +18,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     b.add_argument("--verbose", action="store_true", help="show the compiler's output")
     args = ap.parse_args(argv)
     if args.cmd == "demo":
-        from .demo import run_demo
+        from .examples.demo import run_demo
         run_demo(args.out, profile=not args.no_profile)
         return 0
     if args.cmd == "build-native":
-        from . import native
+        from .capture import native
         try:
             path = native.build(verbose=args.verbose)
         except RuntimeError as exc:

@@ -192,7 +192,8 @@ def test_capture_and_trace_do_not_change_gradients():
     ("loss", TypeError, "expects a torch.Tensor"),
     (torch.randn(3), ValueError, "does not require grad"),
     ([], ValueError, "empty"),
-    ([torch.randn(2, requires_grad=True), 5], TypeError, "item 1 is a int"),
+    ([torch.randn(2), 5], ValueError, "does not require grad"),
+    ({"cache": object()}, ValueError, "no tensor in it"),
 ])
 def test_bad_input_errors_say_what_to_do(bad, exc, words):
     with pytest.raises(exc, match=words):
@@ -331,3 +332,15 @@ def test_load_json_rejects_garbage():
         gw.load_json("{}")
     with pytest.raises(ValueError, match="version 99"):
         gw.load_json(json.dumps({"format": "graphwidget", "version": 99, "nodes": [], "edges": []}))
+
+
+def test_containers_take_every_tensor_that_requires_grad_and_pass_over_the_rest():
+    # A model output (a mapping with caches, ints, None) is captured like its tensors that require grad.
+    x = torch.randn(3, requires_grad=True)
+    a, b = x.exp(), (x * 2).sum()
+    out = {"logits": a, "loss": b, "past_key_values": object(), "n": 3, "mask": torch.ones(3), "none": None}
+    g = gw.capture(out)
+    assert g.to_json() == gw.capture([a, b]).to_json()
+    assert g.summary()["roots"] == 2
+    mixed = gw.capture([a, 5, "label"])
+    assert mixed.to_json() == gw.capture(a).to_json()

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import graphwidget as gw
-from graphwidget import charts
+from graphwidget.views import charts
+from graphwidget.analysis import tables
 from graphwidget import examples as ex
 
 
@@ -31,7 +32,7 @@ def test_table_lists_slowest_nodes_first(g):
     assert t[0]["share"] == pytest.approx(t[0]["total_ms"] / wall)
     text = str(t)
     assert text.splitlines()[0].split()[:4] == ["id", "op", "fwd_ms", "bwd_ms"] and len(text.splitlines()) == 6
-    assert "examples.py:" in text and "/work" not in text  # file:line, not the whole path
+    assert "homography.py:" in text and "/work" not in text  # file:line, not the whole path
     assert t._repr_html_().startswith("<table>") and t._repr_html_().count("<tr>") == 6
     by_bwd = g.timing_table(top=None, by="bwd_ms")
     assert len(by_bwd) == len(g) and by_bwd[0]["bwd_ms"] == max(d["bwd_ms"] for _, d in g.nx.nodes(data=True))
@@ -100,7 +101,8 @@ def test_json_roundtrip_keeps_the_views(g):
 
 def test_html_fragment_inlines_plotlyjs_never_a_cdn(g):
     frag = charts.html_fragment(g)
-    js = charts.plotlyjs()
+    from graphwidget.views.plotly_inline import plotlyjs
+    js = plotlyjs()
     assert js in frag and len(js) > 3_000_000
     assert frag.count(js) == 1  # once, however many figures
     assert not re.search(r"<script[^>]+src=", frag)

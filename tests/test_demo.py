@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import graphwidget as gw
-from graphwidget.demo import run_demo
+from graphwidget.examples.demo import run_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 

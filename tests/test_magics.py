@@ -11,7 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 
 import graphwidget as gw
-from graphwidget.magics import GradGraphMagics, split_options
+from graphwidget.views.magics import GradGraphMagics, split_options
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +281,7 @@ def test_split_options(text: str, words: list, rest: str) -> None:
 
 # -- --html and rich display (need the front end: graphwidget.export / graphwidget.widget) ---------------------------------
 def test_html_option_writes_the_viewer(ip: InteractiveShell, ns: dict, tmp_path: Any, capsys: Any) -> None:
-    pytest.importorskip("graphwidget.export", reason="front end (graphwidget/export.py) not built yet")
+    pass
     path = tmp_path / "loss.html"
     g = line(ip, f"--html {path} loss")
     assert isinstance(g, gw.GradGraph)
@@ -293,7 +293,7 @@ def test_html_option_writes_the_viewer(ip: InteractiveShell, ns: dict, tmp_path:
 
 
 def test_magic_result_displays_as_the_widget(ip: InteractiveShell, ns: dict) -> None:
-    pytest.importorskip("graphwidget.widget", reason="front end (graphwidget/widget.py) not built yet")
+    pass
     g = line(ip, "loss")
     data, _ = ip.display_formatter.format(g)
     assert "application/vnd.jupyter.widget-view+json" in data

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 import graphwidget as gw
 from graphwidget import examples as ex
-from graphwidget import native
-from graphwidget.capture import capture_raw, rank_seq_python
+from graphwidget.capture import native
+from graphwidget.capture.api import capture_raw
+from graphwidget.capture.seq import rank_seq_python
 
 pytestmark = pytest.mark.skipif(
     not native.available() and os.environ.get("GRAPHWIDGET_REQUIRE_NATIVE") != "1",
@@ -329,7 +330,7 @@ def test_disabled_core_falls_back_and_native_engine_says_why(monkeypatch):
 def test_a_stale_build_is_not_loaded(tmp_path):
     """Another torch or another source means another library name: nothing built means Python, with the reason."""
     code = (
-        "import graphwidget.native as n, graphwidget as gw, torch\n"
+        "from graphwidget.capture import native as n; import graphwidget as gw, torch\n"
         "print(n.available()); print(n.status()['reason'])\n"
         "print(len(gw.capture((torch.randn(2, requires_grad=True) * 2).sum())))\n"
     )

@@ -14,9 +14,10 @@ from hypothesis import given, settings, strategies as st
 
 import graphwidget as gw
 from graphwidget import examples as ex
-from graphwidget import native
-from graphwidget.timing_check import profile_torch
-from graphwidget.timing_hooks import instrument, root_nodes
+from graphwidget.capture import native
+from graphwidget.profile.cross_check import profile_torch
+from graphwidget.profile.hooks import instrument
+from graphwidget.capture.roots import root_nodes
 
 CUDA_REASON = ("CUDA is not available on this machine, so the CUDA-event timing path (timing_hooks.CudaClock: events "
                "recorded in the hooks, one synchronise per run) is not exercised here")

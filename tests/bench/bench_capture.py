@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
-from graphwidget import native  # noqa: E402
-from graphwidget.deep_free import make_deep_free_safe  # noqa: E402
+from graphwidget.capture import native  # noqa: E402
+from graphwidget.capture._deep_free import make_deep_free_safe  # noqa: E402
 
 
 def make_chain(n: int) -> torch.Tensor:

@@ -29,9 +29,11 @@ import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget import examples as ex  # noqa: E402
-from graphwidget import timing as T  # noqa: E402
-from graphwidget.timing_check import profile_torch  # noqa: E402
-from graphwidget.timing_hooks import instrument, root_nodes  # noqa: E402
+from graphwidget.profile import clocks as T  # noqa: E402
+from graphwidget.profile.op_timer import OpTimer  # noqa: E402
+from graphwidget.profile.cross_check import profile_torch  # noqa: E402
+from graphwidget.profile.hooks import instrument
+from graphwidget.capture.roots import root_nodes  # noqa: E402
 
 ns = time.perf_counter_ns
 
@@ -91,7 +93,7 @@ def breakdown(fn: Callable[..., Any], args: tuple, trials: int) -> None:
         rows["plain fwd"].append((t1 - t0) / 1e6)
         rows["plain bwd"].append((t2 - t1) / 1e6)
         del out
-        timer = T.OpTimer(clock.stamp)
+        timer = OpTimer(clock.stamp)
         t0 = ns()
         with timer:
             out = fn(*args)

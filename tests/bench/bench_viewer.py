@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 import fixtures as fx  # noqa: E402
-from graphwidget._bundle import bundle_path  # noqa: E402
-from graphwidget.export import export_html  # noqa: E402
+from graphwidget.views.assets import bundle_path  # noqa: E402
+from graphwidget.views.export import export_html  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu",
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]

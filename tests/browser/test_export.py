@@ -10,8 +10,8 @@ import pytest
 import fixtures as fx
 from pagekit import wait_ready
 
-from graphwidget.export import export_html, render_html
-from graphwidget._bundle import bundle_path
+from graphwidget.views.export import export_html, render_html
+from graphwidget.views.assets import bundle_path
 
 API = "document.querySelector('.graphwidget-root').graphwidget"
 

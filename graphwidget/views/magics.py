@@ -35,7 +35,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from .graph import GradGraph
+from ..model.graph import GradGraph
 
 __all__ = ["GradGraphMagics", "register", "split_options"]
 
@@ -132,7 +132,7 @@ def _check_value(value: Any, what: str, ns: Mapping[str, Any]) -> Any:
 
     Raises UsageError saying what to write when ``value`` has no graph."""
     import torch
-    from .trace import output_tensors
+    from ..capture.roots import grad_tensors
 
     if isinstance(value, torch.Tensor):
         if value.requires_grad:
@@ -147,7 +147,7 @@ def _check_value(value: Any, what: str, ns: Mapping[str, Any]) -> Any:
     if hasattr(value, "next_functions"):  # a grad_fn node
         return value
     if isinstance(value, (list, tuple, dict)):
-        roots = output_tensors(value)
+        roots = grad_tensors(value)
         if roots:
             return roots if len(roots) > 1 else roots[0]
         raise _usage_error(f"%gradgraph: {what} is {_a(value)} with no tensor that requires grad."
@@ -223,7 +223,7 @@ class GradGraphMagics(Magics):
         if not args.trace:
             value = eval(code, ns)
             return self._finish(args, self._capture(value, f"`{expr}`", module, title, ns))
-        from .trace import Recorder
+        from ..attribution.recorder import Recorder
         rec = Recorder()
         with rec:
             value = eval(code, ns)
@@ -252,7 +252,7 @@ class GradGraphMagics(Magics):
             title = args.title
         rec = None
         if args.trace:
-            from .trace import Recorder
+            from ..attribution.recorder import Recorder
             rec = Recorder()
             rec.__enter__()
         try:
@@ -306,14 +306,14 @@ class GradGraphMagics(Magics):
         return f"In[{self._cell_number()}]"
 
     def _capture(self, value: Any, what: str, module: Any, title: str, ns: Dict[str, Any]) -> GradGraph:
-        from .capture import capture
+        from ..capture.api import capture
         return capture(_check_value(value, what, ns), module=module, title=title)
 
     def _traced(self, rec: Any, value: Any, what: str, module: Any, title: str, ns: Dict[str, Any],
                 filename: str) -> GradGraph:
-        from .trace import finish
+        from ..attribution.attach import attributed_capture
         _check_value(value, what, ns)
-        graph = finish(rec, value, None, module, title, who="gradgraph")
+        graph = attributed_capture(rec, value, module=module, title=title, who="%gradgraph")
         # The cell's code has an opaque cache file name (/tmp/ipykernel_*/...py); show it as In[N]:line instead.
         prefix, label = filename + ":", self._label()
         for _, d in graph.nx.nodes(data=True):

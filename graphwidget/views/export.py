@@ -11,8 +11,10 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
-from . import _bundle
-from ._version import __version__
+from .._version import __version__
+from .assets import VIEWER_JS, read_bundle
+from .payload import graph_payload
+from .plotly_inline import figures_html
 
 __all__ = ["export_html", "render_html"]
 
@@ -27,29 +29,14 @@ def _inline_script(js: str) -> str:
     return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
-def _charts_html(charts: Sequence[Any]) -> list:
-    """Plotly figures → HTML. plotly.js is inlined once from the installed plotly package, never a CDN."""
-    out = []
-    first = True
-    for fig in charts:
-        if isinstance(fig, str):
-            out.append(fig)
-            continue
-        import plotly.io as pio  # only when charts are asked for
-        out.append(pio.to_html(fig, full_html=False, include_plotlyjs=True if first else False,
-                               include_mathjax=False, config={"displaylogo": False}))
-        first = False
-    return out
-
-
 def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[Iterable[str]] = None,
                 charts: Optional[Sequence[Any]] = None) -> str:
     """The HTML text :func:`export_html` writes."""
-    payload = _bundle.graph_payload(obj, caller="export_html")
-    viewer = _bundle.read_bundle(_bundle.VIEWER_JS)
+    payload = graph_payload(obj, caller="export_html")
+    viewer = read_bundle(VIEWER_JS)
     data = base64.b64encode(payload.gzipped()).decode("ascii")
     page_title = title if title is not None else (payload.meta.get("title") or "autograd graph")
-    extras = list(extra_html or []) + _charts_html(list(charts or []))
+    extras = list(extra_html or []) + figures_html(list(charts or []))
     csp = CSP if not charts else CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'unsafe-eval'")
     extra_block = (f'<section class="gw-extra">\n{chr(10).join(extras)}\n</section>\n' if extras else "")
     height = "86vh" if extras else "100vh"
@@ -66,7 +53,8 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
         "</head>\n<body>\n"
         '<div id="gw-root" class="graphwidget-root" data-gw-state="loading"></div>\n'
         "<noscript>This page needs JavaScript to draw the graph.</noscript>\n"
-        f'<script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64">{data}</script>\n'
+        f'<script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" '
+        f'data-colour="{payload.default_colour}">{data}</script>\n'
         f"{extra_block}"
         f"<script>{_inline_script(viewer)}</script>\n"
         "</body>\n</html>\n"

@@ -13,17 +13,21 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from ._seq import NO_SEQ
-from .graph import GradGraph
-from .timing import _attributed_graph, _Grads, _guess_device, _select_roots, _structure_error
-from .timing_hooks import Run, call_map, instrument, root_nodes
-from .trace import Recorder
+from .._util.stats import median
+from ..attribution.attach import attributed_capture
+from ..attribution.recorder import Recorder
+from ..capture.roots import root_nodes
+from ..capture.seq import NO_SEQ
+from ..model.graph import GradGraph
+from .grads import Grads
+from .hooks import Run, call_map, instrument
+from .runner import guess_device, select_roots, structure_error
 
 _EVAL = "autograd::engine::evaluate_function: "
 
 
 def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], dev: torch.device,
-                 grads: Optional[_Grads], ref: Optional[Run], attribute: bool = False,
+                 grads: Optional[Grads], ref: Optional[Run], attribute: bool = False,
                  module: Optional[torch.nn.Module] = None, title: Optional[str] = None
                  ) -> Tuple[Optional[GradGraph], List[Optional[float]], Dict[str, float], List[Optional[float]], Any]:
     """One run of ``fn`` (and its backward when ``grads`` is given) under ``torch.profiler``.
@@ -40,12 +44,13 @@ def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
         with ExitStack() as st:
             rec = st.enter_context(Recorder()) if attribute else None
             out = fn(*args, **kwargs)
-        roots = _select_roots(out)
+        roots = select_roots(out)
         if rec is not None:
-            graph = _attributed_graph(rec, roots, fn, module, title)
+            graph = attributed_capture(rec, out, fn=fn, module=module, title=title, roots=roots,
+                                       who="graphwidget.profile")
         run = instrument(root_nodes(roots), None)
         if ref is not None and (run.types != ref.types or run.arity != ref.arity):
-            raise _structure_error("(torch.profiler)", ref, run)
+            raise structure_error("(torch.profiler)", ref, run)
         if grads is not None:
             grads.before_backward(run.leaves)
             torch.autograd.backward(roots, [torch.ones_like(t) for t in roots])
@@ -85,19 +90,14 @@ def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
 
 
 def profiler_runs(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], dev: torch.device,
-                  grads: Optional[_Grads], ref: Optional[Run], runs: int = 3
+                  grads: Optional[Grads], ref: Optional[Run], runs: int = 3
                   ) -> Tuple[List[Optional[float]], Dict[str, float]]:
     """``runs`` profiled runs; per-node and per-op medians. One run is a noisy sample: big-tensor nodes pay for fresh
     pages in some runs and not others (measured: SelectBackward0's share 0.64-0.97 over single runs)."""
     results = [profiler_run(fn, args, kwargs, dev, grads, ref) for _ in range(runs)]
-    bwd = [_med([r[1][i] for r in results]) for i in range(len(results[0][1]))]
+    bwd = [median([r[1][i] for r in results]) for i in range(len(results[0][1]))]
     ops = sorted({op for r in results for op in r[2]})
-    return bwd, {op: _med([r[2].get(op, 0.0) for r in results]) or 0.0 for op in ops}
-
-
-def _med(xs: List[Optional[float]]) -> Optional[float]:
-    v = sorted(x for x in xs if x is not None)
-    return v[len(v) // 2] if v else None
+    return bwd, {op: median([r[2].get(op, 0.0) for r in results]) or 0.0 for op in ops}
 
 
 def compare(graph: GradGraph, profiler_by_op: Dict[str, float]) -> Dict[str, Any]:
@@ -135,8 +135,8 @@ def profile_torch(fn: Callable[..., Any], *args: Any, backward: bool = True, mod
     >>> g = profile_torch(gw.examples.homography_broadcast, **inp)          # doctest: +SKIP
     >>> g.timing_table(top=5)                                               # doctest: +SKIP
     """
-    dev = _guess_device(fn, args, kwargs)
-    grads = _Grads() if backward else None
+    dev = guess_device(fn, args, kwargs)
+    grads = Grads() if backward else None
     ok = False
     try:
         graph, bwd, by_op, fwd, out = profiler_run(fn, args, kwargs, dev, grads, None, True, module, title)

@@ -186,3 +186,12 @@ def build(verbose: bool = False) -> Path:
     if load() is None:
         raise RuntimeError(f"graphwidget.native.build: built {path} but cannot load it: {_load_error}")
     return path
+
+
+def _register() -> None:
+    # The model stage writes/reads JSON faster with the core; it asks through this provider, never imports us.
+    from ..model.io import register_accelerator
+    register_accelerator(load)
+
+
+_register()

@@ -1,7 +1,7 @@
-"""The instruments behind :func:`graphwidget.profile`: clocks, the forward op timer, and the backward node hooks.
+"""The backward node hooks behind :func:`graphwidget.profile`, and the map from nodes to the forward calls.
 
-Everything here runs in the hot path of every measured repeat, so it is kept minimal: closures that store one stamp
-in a list slot, no per-node dicts, one pass over the graph that both walks it (capture's order) and hooks it.
+Everything here runs in every measured repeat, so it is kept minimal: the capture's walk (same ids), closures that
+store one stamp in a list slot, no per-node dicts.
 """
 from __future__ import annotations
 
@@ -9,108 +9,17 @@ import bisect
 import functools
 import sys
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-from . import native
-from ._apply_patch import patch_function_apply
-from ._seq import NO_SEQ, next_seq
-from .deep_free import make_deep_free_safe
+from ..capture import native
+from ..capture._deep_free import make_deep_free_safe
+from ..capture.seq import NO_SEQ
+from ..capture.walk import walk
 
 _KEY = object()  # our key in a node's hook dict: never collides with RemovableHandle's integer ids
-
-
-class CpuClock:
-    """Stamps are ``perf_counter_ns`` integers."""
-
-    name = "perf_counter_ns"
-    stamp = staticmethod(time.perf_counter_ns)
-
-    def sync(self) -> None:  # nothing is asynchronous on CPU
-        pass
-
-    @staticmethod
-    def ms(a: Any, b: Any) -> float:
-        return (b - a) / 1e6
-
-
-class CudaClock(CpuClock):
-    """Stamps are CUDA events recorded on the current stream; read only after :meth:`sync` (one per run)."""
-
-    name = "cuda_event"
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-
-    def stamp(self) -> Any:  # type: ignore[override]
-        e = torch.cuda.Event(enable_timing=True)
-        e.record()  # on the current stream: in backward, the stream the engine runs the node on
-        return e
-
-    def sync(self) -> None:
-        torch.cuda.synchronize(self.device)
-
-    @staticmethod
-    def ms(a: Any, b: Any) -> float:
-        return float(a.elapsed_time(b))
-
-
-class OpTimer(TorchFunctionMode):
-    """Records ``(seq_lo, seq_hi, start, end)`` for every torch call (and ``Function.apply``) that creates nodes.
-
-    Kept minimal on purpose: it runs on every op of every measured forward. The four numbers go into one flat list of
-    ints: 10k surviving tuples would be GC-tracked and trigger extra collections inside the user's forward (measured:
-    +18 ms on the 10k-op chain); ints are not tracked, and the temporary tuple dies at once."""
-
-    def __init__(self, stamp: Callable[[], Any]) -> None:
-        super().__init__()
-        self.flat: List[Any] = []
-        self._stamp = stamp
-        self._extend = self.flat.extend
-        self._restore_apply: Optional[Callable[[], None]] = None
-
-    @property
-    def calls(self) -> List[Tuple[int, int, Any, Any]]:
-        f = self.flat
-        return list(zip(f[0::4], f[1::4], f[2::4], f[3::4]))
-
-    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
-        stamp = self._stamp
-        lo = next_seq()
-        t0 = stamp()
-        out = func(*args, **kwargs) if kwargs else func(*args)
-        t1 = stamp()
-        hi = next_seq()
-        if hi != lo:
-            self._extend((lo, hi, t0, t1))
-        return out
-
-    def __enter__(self) -> "OpTimer":
-        super().__enter__()
-        # Function.apply bypasses torch-function modes; wrap it so custom autograd.Functions are timed too.
-        extend, stamp = self._extend, self._stamp
-
-        def around(apply: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-            lo, t0 = next_seq(), stamp()
-            out = apply(*args, **kwargs)
-            t1, hi = stamp(), next_seq()
-            if hi != lo:
-                extend((lo, hi, t0, t1))
-            return out
-
-        self._restore_apply = patch_function_apply(around)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            if self._restore_apply is not None:
-                self._restore_apply()
-                self._restore_apply = None
-        finally:
-            super().__exit__(*exc)
 
 
 class _Hooks(dict):
@@ -214,18 +123,6 @@ class Run:
         return [s if s < NO_SEQ else None for s in (fn._sequence_nr() for fn in self.order)]
 
 
-def root_nodes(roots: Sequence[torch.Tensor]) -> List[Any]:
-    """Root nodes exactly as :func:`graphwidget.capture` picks them (same order, duplicates dropped), so ids agree."""
-    out: List[Any] = []
-    seen = set()
-    for t in roots:
-        r = t.grad_fn if t.grad_fn is not None else t.view_as(t).grad_fn.next_functions[0][0]
-        if r not in seen:
-            seen.add(r)
-            out.append(r)
-    return out
-
-
 def _instrument_native(roots: Sequence[Any], hook: bool) -> Optional[Run]:
     """The compiled core's walk + C++ hooks (graphwidget/_native/hooks.cpp), or None when it is not built or the
     roots are something it does not handle. Its stamps are CLOCK_MONOTONIC ns, i.e. ``time.perf_counter_ns`` on
@@ -250,36 +147,29 @@ def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
     given, hook every node on the way.
 
     With the compiled core and the CPU clock (``time.perf_counter_ns``), C++ does both and its hooks never enter
-    Python. Otherwise: one Python pass, no per-node dicts, closures that only store a stamp; every name used per
-    node is a local: at ~3 µs a node, attribute lookups are a visible share."""
+    Python. Otherwise: the capture's walk, then one pass that registers closures that only store a stamp."""
     if stamp is None or stamp is time.perf_counter_ns:
         fast = _instrument_native(roots, stamp is not None)
         if fast is not None:
             return fast
+    w = walk(roots)  # the capture's own walk: same order, hence the same ids
     run = Run()
+    order = run.order = w.order
+    n = run.n = len(order)
+    run.arity = [len(nxt) for nxt in w.nexts]
+    types = run.types = [type(fn) for fn in order]
+    acc = accumulate_grad_type()
+    run.leaves = [fn.variable for fn, t in zip(order, types) if t is acc]
+    make_deep_free_safe(n)  # this walk wrapped every node: freeing a deep graph now recurses (see _deep_free.py)
+    if stamp is None:
+        return run
     starts, ends = run.starts, run.ends
-    add_node, add_type, add_arity = run.order.append, run.types.append, run.arity.append
-    add_leaf, add_handle, acc = run.leaves.append, run.handles.append, accumulate_grad_type()
-    index: Dict[int, int] = {}
-    stack = list(reversed(roots))
-    push, pop = stack.append, stack.pop
-    n = 0
-    with ExitStack() as ctx:
-        if stamp is not None:
-            ctx.enter_context(lean_hook_registration(run.new, run.shared))
-        while stack:
-            fn = pop()
-            key = id(fn)
-            if key in index:
-                continue
-            index[key] = i = n
-            n += 1
-            add_node(fn)
-            t = type(fn)
-            add_type(t)
-            if t is acc:
-                add_leaf(fn.variable)
-            if stamp is not None:
+    starts.extend([None] * n)
+    ends.extend([None] * n)
+    add_handle = run.handles.append
+    try:
+        with lean_hook_registration(run.new, run.shared):
+            for i, fn in enumerate(order):
                 def pre(grad_outputs: Any, i: int = i) -> None:
                     starts[i] = stamp()
 
@@ -292,23 +182,9 @@ def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
                 h = fn.register_hook(post)
                 if h is not None:
                     add_handle(h)
-            nxt = fn.next_functions
-            k = len(nxt)
-            add_arity(k)
-            if k == 1:  # the common case: a chain
-                child = nxt[0][0]
-                if child is not None and id(child) not in index:
-                    push(child)
-            else:
-                for j in range(k - 1, -1, -1):
-                    child = nxt[j][0]
-                    if child is not None and id(child) not in index:
-                        push(child)
-    if stamp is not None:  # the hooks fire only in backward, after this
-        starts.extend([None] * n)
-        ends.extend([None] * n)
-    run.n = n
-    make_deep_free_safe(n)  # this walk wrapped every node: freeing a deep graph now recurses (see deep_free.py)
+    except BaseException:  # KeyboardInterrupt mid-registration included: leave no hook behind
+        run.remove_hooks()
+        raise
     return run
 
 

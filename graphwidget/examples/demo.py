@@ -10,8 +10,9 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from . import examples as ex
-from .graph import GradGraph, _human_bytes
+from . import homography as ex
+from .._util.text import human_bytes as _human_bytes
+from ..model.graph import GradGraph
 
 
 def _biggest_nodes(g: GradGraph, k: int = 3) -> List[str]:
@@ -58,14 +59,14 @@ def _slowest_nodes(g: GradGraph, k: int = 3) -> List[str]:
 
 
 def _graphs(profile: bool) -> Dict[str, GradGraph]:
-    from .trace import trace
+    from ..attribution import trace
     graphs: Dict[str, GradGraph] = {}
     for title, fn in (("homography (repeat)", ex.homography_repeat),
                       ("homography (broadcast)", ex.homography_broadcast)):
         inputs = ex.homography_inputs()
         if profile:
             try:
-                from .timing import profile as run_profile
+                from ..profile import profile as run_profile
             except ImportError:  # timing not available in this build
                 run_profile = None
             if run_profile is not None:
@@ -94,7 +95,7 @@ def run_demo(out: Optional[Path], profile: bool = True) -> Dict[str, Any]:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         try:
-            from .export import export_html
+            from ..views.export import export_html
         except ImportError as exc:  # pragma: no cover - export is part of the package
             print(f"(HTML export unavailable: {exc})")
         else:

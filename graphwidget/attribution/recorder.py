@@ -17,40 +17,16 @@ from __future__ import annotations
 
 import bisect
 import linecache
-import os
-import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ._apply_patch import patch_function_apply
-from ._gc import gc_paused
-from ._seq import next_seq
-from .capture import capture_raw, finalize_seq, parameter_names
-from .graph import GradGraph
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(__file__) + os.sep
-# The built-in examples are "user code" as far as attribution goes: their lines are what the demo shows.
-_USER_FILES_IN_PACKAGE = (os.path.join(_OWN_DIR, "examples.py"),)
-
-
-def _is_user_file(fname: str) -> bool:
-    if fname.startswith(_OWN_DIR):
-        return fname in _USER_FILES_IN_PACKAGE
-    return not fname.startswith((_TORCH_DIR, "<frozen "))
-
-
-def user_frame(start: int = 2) -> Optional[Any]:
-    """The innermost frame that belongs to the user's code (not torch, not graphwidget's internals)."""
-    f = sys._getframe(start)
-    while f is not None:
-        if _is_user_file(f.f_code.co_filename):
-            return f
-        f = f.f_back
-    return None
-
+from ..capture.roots import flat_tensors
+from ..capture.seq import next_seq
+from ..model.graph import GradGraph
+from .frames import user_frame
+from .function_apply import patch_function_apply
 
 class Call:
     """One intercepted torch call: the node sequence numbers it created and where it happened."""
@@ -63,16 +39,6 @@ class Call:
         self.source, self.code, self.module = source, code, module
         self.outputs = outputs     # seq -> output_nr -> (stride, contiguous)
         self.ms = ms               # forward time of the call (or the timer's stamps), when timed
-
-
-def _tensors_in(obj: Any) -> List[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for o in obj for t in _tensors_in(o)]
-    if isinstance(obj, dict):
-        return [t for o in obj.values() for t in _tensors_in(o)]
-    return []
 
 
 class Recorder:
@@ -110,7 +76,7 @@ class Recorder:
                 return out  # created no node: nothing to attribute
         outputs: Dict[int, Dict[int, Tuple[List[int], bool]]] = {}
         seqs = []
-        for t in _tensors_in(out):
+        for t in flat_tensors(out):
             fn = t.grad_fn
             if fn is None:
                 continue
@@ -228,53 +194,3 @@ class _Mode(TorchFunctionMode):
         return self.recorder.run(func, args, kwargs or {})
 
 
-def output_tensors(out: Any) -> List[torch.Tensor]:
-    """The tensors of ``out`` that carry a graph (tensor, or list/tuple/dict of them, nested)."""
-    return [t for t in _tensors_in(out) if t.requires_grad]
-
-
-def trace(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] = None,
-          title: Optional[str] = None, **kwargs: Any) -> GradGraph:
-    """Run ``fn(*args, **kwargs)`` and capture the graph of its output(s), annotated with where each node was
-    created: ``source`` (file:line), ``code``, ``module`` (``nn.Module`` path) and the forward output strides.
-
-    ``fn`` returns a tensor, or a list/tuple/dict containing tensors; every one that requires grad becomes a root.
-    The returned graph's ``output`` is what ``fn`` returned, so you can still call ``backward`` on it.
-    Parameters are named after the first ``nn.Module`` among ``module``, ``fn`` and the modules ``fn`` called.
-
-    >>> g = gw.trace(model, x)                       # doctest: +SKIP
-    >>> g.node(g.nodes(op="AddmmBackward0")[0])["module"]   # doctest: +SKIP
-    'head'
-    """
-    if not callable(fn):
-        raise TypeError(f"graphwidget.trace expects a callable (a function or nn.Module) as its first argument; "
-                        f"got {type(fn).__name__}. To capture a tensor you already have, use gw.capture(tensor).")
-    rec = Recorder()
-    with rec:
-        out = fn(*args, **kwargs)
-    return finish(rec, out, fn, module, title, who="trace")
-
-
-def finish(rec: Recorder, out: Any, fn: Any, module: Optional[torch.nn.Module], title: Optional[str],
-           who: str) -> GradGraph:
-    """Capture ``out``'s graph and annotate it from ``rec`` (shared by trace and profile)."""
-    roots = output_tensors(out)
-    if not roots:
-        raise ValueError(
-            f"graphwidget.{who}: the function returned {type(out).__name__} with no tensor that requires grad, so "
-            f"there is no graph to capture. Return the tensor you would call .backward() on (e.g. the loss), and "
-            f"make sure its inputs require grad and no torch.no_grad()/inference_mode() is active.")
-    mod = module
-    if mod is None and isinstance(fn, torch.nn.Module):
-        mod = fn
-    if mod is None and rec.top_modules:
-        mod = rec.top_modules[0]
-    with gc_paused():
-        graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
-        rec.annotate(graph)  # matches absolute sequence numbers, so before finalize_seq renumbers them
-        finalize_seq(graph)
-    graph.output = out
-    return graph
-
-
-__all__ = ["trace", "Recorder", "user_frame", "output_tensors", "finish", "parameter_names"]

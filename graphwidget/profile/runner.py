@@ -20,33 +20,27 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from ._seq import next_seq
-from .capture import capture_raw, finalize_seq
-from .graph import GradGraph
-from .timing_hooks import CpuClock, CudaClock, OpTimer, Run, call_map, instrument, root_nodes
-from .trace import Recorder, output_tensors
+from .._util.stats import mean, median
+from ..attribution.attach import attributed_capture, no_graph_error
+from ..attribution.recorder import Recorder
+from ..capture.roots import loss_or_tensors, root_nodes
+from ..capture.seq import next_seq
+from ..model.graph import GradGraph
+from .clocks import CpuClock, CudaClock
+from .grads import Grads
+from .hooks import Run, call_map, instrument
+from .op_timer import OpTimer
 
 
-def _select_roots(out: Any) -> List[torch.Tensor]:
-    """What to differentiate: a tensor; else a ``loss`` entry/attribute (dicts, HuggingFace outputs); else every
-    tensor in a (nested) list/tuple/dict that requires grad."""
-    if isinstance(out, torch.Tensor):
-        tensors = [out] if out.requires_grad else []
-    else:
-        loss = out.get("loss") if isinstance(out, Mapping) else getattr(out, "loss", None)
-        if isinstance(loss, torch.Tensor) and loss.requires_grad:
-            tensors = [loss]
-        else:
-            tensors = output_tensors(out)
+def select_roots(out: Any) -> List[torch.Tensor]:
+    """What to differentiate (see :func:`graphwidget.capture.roots.loss_or_tensors`), or a clear error."""
+    tensors = loss_or_tensors(out)
     if not tensors:
-        raise ValueError(
-            f"graphwidget.profile: the function returned {type(out).__name__} with no tensor that requires grad, so "
-            f"there is nothing to time. Return the tensor you would call .backward() on (e.g. the loss), and make "
-            f"sure its inputs require grad and no torch.no_grad()/inference_mode() is active.")
+        raise no_graph_error(out, "graphwidget.profile")
     return tensors
 
 
-def _guess_device(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.device:
+def guess_device(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.device:
     """The first CUDA device among the inputs (tensors, and parameters/buffers of modules), else CPU."""
     stack: List[Any] = [fn, *args, *kwargs.values()]
     while stack:
@@ -64,33 +58,6 @@ def _guess_device(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> to
     return torch.device("cpu")
 
 
-class _Grads:
-    """Keeps the user's leaves as if ``fn(*args).backward()`` had run once: each run starts from ``.grad = None``;
-    at the end ``.grad`` is the original value plus one run's gradient (added in place, as autograd does)."""
-
-    def __init__(self) -> None:
-        self.saved: Dict[int, Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
-
-    def before_backward(self, leaves: Sequence[torch.Tensor]) -> None:
-        for v in leaves:
-            if id(v) not in self.saved:
-                self.saved[id(v)] = (v, v.grad)
-            v.grad = None
-
-    def finish(self, ok: bool) -> None:
-        for v, orig in self.saved.values():
-            new = v.grad
-            if orig is None:
-                if not ok:
-                    v.grad = None
-                continue
-            v.grad = orig
-            if ok and new is not None:
-                with torch.no_grad():
-                    orig += new
-        self.saved.clear()
-
-
 def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
     """``"iqm"``: the runs left after dropping the fastest and the slowest quarter by total wall time (whole runs, so
     the survivors' node times and engine time still add up to their wall time). ``"median"``: all runs."""
@@ -101,18 +68,7 @@ def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
     return ranked[drop:len(runs) - drop]
 
 
-def _mean(xs: Sequence[Optional[float]]) -> Optional[float]:
-    v = [x for x in xs if x is not None]
-    return sum(v) / len(v) if v else None
-
-
-def _median(xs: Sequence[Optional[float]]) -> Optional[float]:
-    v = sorted(x for x in xs if x is not None)
-    n = len(v)
-    return None if not n else v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
-def _structure_error(k: Any, ref: Run, run: Run) -> ValueError:
+def structure_error(k: Any, ref: Run, run: Run) -> ValueError:
     i = next((j for j, (a, b, m, n) in enumerate(zip(ref.types, run.types, ref.arity, run.arity)) if a is not b
               or m != n), min(len(ref.types), len(run.types)))
 
@@ -167,9 +123,9 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
         raise ValueError(f"graphwidget.profile: need repeat >= 1 and warmup >= 0 (got {repeat=}, {warmup=}).")
     if next_seq is None:  # pragma: no cover - torch without the sequence-number counter
         raise RuntimeError("graphwidget.profile needs torch._C._autograd._get_sequence_nr (torch >= 2.0).")
-    dev = torch.device(device) if device is not None else _guess_device(fn, args, kwargs)
+    dev = torch.device(device) if device is not None else guess_device(fn, args, kwargs)
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
-    grads = _Grads()
+    grads = Grads()
     runs: List[Run] = []  # measured runs, their nodes dropped
     prof: Optional[Tuple[Any, ...]] = None
     ok = False
@@ -184,7 +140,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
             if k == 0:
                 graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
             elif run.types != ref.types or run.arity != ref.arity:
-                raise _structure_error(k, ref, run)
+                raise structure_error(k, ref, run)
             if k >= warmup:
                 # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
                 cmap = fwd_map if run.layout() == layout0 else call_map(run.seqs(), run.calls)
@@ -196,7 +152,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
             if k < warmup + repeat - 1:
                 out = None
         if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
-            from .timing_check import profiler_runs
+            from .cross_check import profiler_runs
             prof = profiler_runs(fn, args, kwargs, dev, grads if backward else None, ref)
         ok = True
     finally:
@@ -206,7 +162,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
             gc.enable()
     try:
         kept = _kept_runs(runs, stat)
-        agg = _median if stat == "median" else _mean
+        agg = median if stat == "median" else mean
         nodes = graph.nx.nodes
         for i, col in enumerate(zip(*(r.fwd for r in kept))):
             nodes[i]["fwd_ms"] = agg(col)
@@ -225,7 +181,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
             "backward_nodes_ms": agg(bsum) if backward else None,
         }
         if prof is not None and backward:
-            from .timing_check import compare
+            from .cross_check import compare
             for i, v in enumerate(prof[0]):
                 nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
             graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
@@ -236,19 +192,8 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     return graph
 
 
-def _attributed_graph(rec: Recorder, roots: List[torch.Tensor], fn: Any, module: Optional[torch.nn.Module],
-                      title: Optional[str]) -> GradGraph:
-    """Capture the roots' graph and annotate it from ``rec`` (source, code, module path), as :func:`trace` does."""
-    mod = module if module is not None else (fn if isinstance(fn, torch.nn.Module) else None)
-    if mod is None and rec.top_modules:
-        mod = rec.top_modules[0]
-    graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
-    rec.annotate(graph)  # matches torch's absolute sequence numbers, so before finalize_seq ranks them
-    return finalize_seq(graph)
-
-
 def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], clock: CpuClock,
-             grads: Optional[_Grads], attribute: bool, module: Optional[torch.nn.Module], title: Optional[str],
+             grads: Optional[Grads], attribute: bool, module: Optional[torch.nn.Module], title: Optional[str],
              gc_was: bool = True) -> Tuple[Run, Optional[GradGraph], Any]:
     """One call of ``fn`` with its ops timed, then (``grads`` given) its backward with every node hooked.
     With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors)."""
@@ -271,9 +216,10 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
             f1 = stamp()
     finally:
         gc.disable()
-    roots = _select_roots(out)
+    roots = select_roots(out)
     if rec is not None:
-        graph = _attributed_graph(rec, roots, fn, module, title)
+        graph = attributed_capture(rec, out, fn=fn, module=module, title=title, roots=roots,
+                                   who="graphwidget.profile")
     run = instrument(root_nodes(roots), stamp if grads is not None else None)
     try:
         if grads is not None:

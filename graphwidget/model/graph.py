@@ -1,0 +1,160 @@
+"""The captured graph: a ``networkx.DiGraph`` plus metadata. The single source of truth every analysis and view
+reads; its JSON form is :mod:`graphwidget.model.io` (schema: ``docs/schema.md``). Torch-free."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import networkx as nx
+
+from . import io
+from ._digraph import build_digraph, digraph_from_adjacency, node_dicts
+
+
+def _torch_version() -> Optional[str]:
+    import sys
+    torch = sys.modules.get("torch")  # a captured graph always has torch loaded; a loaded one keeps its meta
+    return str(torch.__version__) if torch is not None else None
+
+
+def new_meta(roots: Sequence[int], title: Optional[str] = None, traced: bool = False, timed: bool = False,
+             timing: Optional[Dict[str, Any]] = None, torch_version: Optional[str] = None) -> Dict[str, Any]:
+    """A fresh graph's ``meta`` (docs/schema.md)."""
+    return {
+        "torch": torch_version if torch_version is not None else _torch_version(),
+        "title": title,
+        "roots": list(roots),
+        "traced": traced,
+        "timed": timed,
+        "timing": timing,
+    }
+
+
+class GradGraph:
+    """An autograd graph captured by :func:`graphwidget.capture`, :func:`graphwidget.trace` or
+    :func:`graphwidget.profile`, or read by :func:`graphwidget.load_json`.
+
+    ``nx`` is a ``networkx.DiGraph`` whose nodes are integer ids with the attributes documented in the README;
+    edges ``(u, v)`` follow forward data flow (``u`` appears in ``v.next_functions``). ``meta`` holds graph-wide
+    facts (roots, torch version, whether source/timings are present). ``output`` is what the traced function
+    returned (``None`` for :func:`capture`). ``findings`` holds the advisor's findings once computed.
+    """
+
+    def __init__(self, graph: nx.DiGraph, meta: Dict[str, Any], output: Any = None) -> None:
+        self.nx = graph
+        self.meta = meta
+        self.output = output
+        self.findings: Optional[List[Dict[str, Any]]] = None
+        self._abs_seq: Optional[Dict[int, int]] = {}
+        self._abs_seq_raw: Optional[bytes] = None  # the compiled core's form: uint64 per node id, max = none
+
+    @property
+    def abs_seq(self) -> Dict[int, int]:
+        """Node id -> torch's absolute autograd sequence number, for matching ``torch.profiler`` events (not
+        serialised). Built on first use when the compiled core captured the graph."""
+        if self._abs_seq is None:
+            import array
+            raw = array.array("Q")
+            raw.frombytes(self._abs_seq_raw or b"")
+            none = 2**64 - 1
+            self._abs_seq = {i: v for i, v in enumerate(raw) if v != none}
+            self._abs_seq_raw = None
+        return self._abs_seq
+
+    @abs_seq.setter
+    def abs_seq(self, value: Dict[int, int]) -> None:
+        self._abs_seq, self._abs_seq_raw = value, None
+
+    def set_abs_seq_raw(self, raw: bytes) -> None:
+        """Store the compiled core's packed sequence numbers (decoded on first use of :attr:`abs_seq`)."""
+        self._abs_seq, self._abs_seq_raw = None, raw
+
+    # -- construction -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_records(cls, nodes: Sequence[Dict[str, Any]], edges: Sequence[Tuple[int, int, Dict[str, Any]]], *,
+                     roots: Sequence[int], title: Optional[str] = None) -> "GradGraph":
+        """Build from node attribute dicts (``nodes[i]`` is node ``i``; used as-is, not copied) and
+        ``(u, v, attrs)`` edge triples."""
+        return cls(build_digraph(enumerate(nodes), edges), new_meta(roots, title))
+
+    @classmethod
+    def from_adjacency(cls, node: Dict[int, Dict[str, Any]], succ: Dict[int, Dict[int, Dict[str, Any]]],
+                       pred: Dict[int, Dict[int, Dict[str, Any]]], *, roots: Sequence[int],
+                       title: Optional[str] = None) -> "GradGraph":
+        """Build from networkx's own adjacency dicts (node attrs, successors, predecessors), used as-is; the
+        compiled capture core returns these."""
+        return cls(digraph_from_adjacency(node, succ, pred), new_meta(roots, title))
+
+    # -- queries ------------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.nx.number_of_nodes()
+
+    def __repr__(self) -> str:
+        return f"<GradGraph{self.headline()}>"
+
+    def headline(self) -> str:
+        """One line: title, nodes, edges, saved bytes (also the ``text/plain`` of the rich display)."""
+        from .._util.text import human_bytes
+        s = self.summary()
+        title = f" {self.meta['title']!r}" if self.meta.get("title") else ""
+        return f"{title}: {s['nodes']} nodes, {s['edges']} edges, saved {human_bytes(s['saved_bytes'])}"
+
+    def nodes(self, op: Optional[str] = None, **attrs: Any) -> List[int]:
+        """Ids of nodes whose ``op`` (and any other given attribute) equals the given values, in id order.
+
+        >>> g.nodes(op="SelectBackward0")      # doctest: +SKIP
+        [5, 9, 13]
+        """
+        want = dict(attrs)
+        if op is not None:
+            want["op"] = op
+        return [n for n, d in node_dicts(self.nx).items() if all(d.get(k) == v for k, v in want.items())]
+
+    def node(self, node_id: int) -> Dict[str, Any]:
+        """The attribute dict of one node (the live networkx dict)."""
+        try:
+            return self.nx.nodes[node_id]
+        except KeyError:
+            raise KeyError(f"no node {node_id!r} in this graph; ids run from 0 to {len(self) - 1}") from None
+
+    def summary(self) -> Dict[str, Any]:
+        """Graph-wide numbers (see :func:`graphwidget.analysis.summary.summarise`): node/edge/leaf counts, saved
+        bytes, the bytes of gradients backward writes, depth, a histogram of ops, timing totals when profiled."""
+        from ..analysis.summary import summarise
+        return summarise(self)
+
+    # -- JSON ---------------------------------------------------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON form as Python objects (see ``docs/schema.md``)."""
+        return io.to_dict(self)
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        """Serialise to the versioned JSON form; :func:`graphwidget.load_json` reads it back exactly."""
+        return io.to_json(self, indent)
+
+    # -- conveniences that delegate (imported lazily: capture must not pay for analyses or the front end) --------
+    def widget(self, **kwargs: Any) -> Any:
+        """An interactive :class:`graphwidget.GraphWidget` for this graph."""
+        from ..views.widget import GraphWidget
+        return GraphWidget(self, **kwargs)
+
+    def export_html(self, path: Any, **kwargs: Any) -> Any:
+        """Write a self-contained HTML viewer; see :func:`graphwidget.export_html`."""
+        from ..views.export import export_html
+        return export_html(self, path, **kwargs)
+
+    def timing_table(self, top: Optional[int] = 20, by: str = "total", group: Optional[str] = None,
+                     **kwargs: Any) -> Any:
+        """Slowest nodes (or op types / modules / lines with ``group=``); see
+        :func:`graphwidget.analysis.tables.timing_table`."""
+        from ..analysis.tables import timing_table
+        return timing_table(self, top=top, by=by, group=group, **kwargs)
+
+    def figure(self, kind: str = "time", **kwargs: Any) -> Any:
+        """A plotly figure of timings (``"time"``, ``"op"``, ``"module"``, ``"pareto"``, ``"top"``) or saved memory
+        (``"memory"``); see :func:`graphwidget.views.charts.figure`."""
+        from ..views.charts import figure
+        return figure(self, kind, **kwargs)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        from ..views.display import mimebundle
+        return mimebundle(self, include=include, exclude=exclude)

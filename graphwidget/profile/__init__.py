@@ -1,0 +1,10 @@
+"""The profile stage: per-node forward and backward times over repeated runs.
+
+``runner`` (``profile()``: runs, repeats, statistics), ``clocks`` (CPU and CUDA-event stamps), ``op_timer`` (forward
+calls), ``hooks`` (backward node hooks), ``grads`` (the user's ``.grad`` kept as after one backward),
+``cross_check`` (the same table from ``torch.profiler``).
+"""
+from .cross_check import profile_torch
+from .runner import profile
+
+__all__ = ["profile", "profile_torch"]

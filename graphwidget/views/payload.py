@@ -1,0 +1,86 @@
+"""What the views send to the browser: a graph (or a diff) as validated JSON, gzip-compressed, and the facts Python
+needs about it (node ids, which colour metrics it can show, the default one)."""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Tuple
+
+from ..model import io, schema
+from ..model.graph import GradGraph
+
+#: Every colour metric the viewer knows (js/src/model/colour.ts), in menu order.
+COLOUR_METRICS = ("grad_bytes", "saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none")
+
+
+@dataclass(frozen=True)
+class GraphPayload:
+    """A graph in schema form: its JSON text (what travels), and the parsed facts Python needs."""
+
+    json_text: str
+    meta: Dict[str, Any]
+    node_ids: List[int]
+    metrics: Tuple[str, ...] = field(default=("saved_bytes", "output_bytes", "none"))
+
+    def gzipped(self) -> bytes:
+        # mtime=0: the same graph gives the same bytes (stable exports, cheap equality checks)
+        return gzip.compress(self.json_text.encode("utf-8"), compresslevel=6, mtime=0)
+
+    @property
+    def default_colour(self) -> str:
+        return default_colour(self.metrics)
+
+
+def default_colour(available: Tuple[str, ...]) -> str:
+    """The one default-colour rule (the viewer is told it, it does not decide): timed graphs open coloured by
+    backward time; the rest by the gradient bytes backward writes (what makes the slow ``repeat`` obvious), else by
+    saved bytes."""
+    for m in ("bwd_ms", "grad_bytes", "saved_bytes"):
+        if m in available:
+            return m
+    return "none"
+
+
+def available_metrics(nodes: Any) -> Tuple[str, ...]:
+    """The colour metrics that have a value on at least one of these node records."""
+    have = {"saved_bytes", "output_bytes", "none"}
+    for d in nodes:
+        if (d.get("grad_bytes") or 0) > 0:
+            have.add("grad_bytes")
+        if d.get("bwd_ms") is not None:
+            have.add("bwd_ms")
+        if d.get("fwd_ms") is not None:
+            have.add("fwd_ms")
+        if len(have) == len(COLOUR_METRICS):
+            break
+    return tuple(m for m in COLOUR_METRICS if m in have)
+
+
+_WHAT = ("a GradGraph (from gw.capture / gw.trace / gw.profile / gw.load_json), a dict in graphwidget schema "
+         "form (docs/schema.md), or that dict's JSON string")
+
+
+def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
+    """Accepts a GradGraph, a schema dict, or its JSON text; anything else is refused with what to pass instead, and
+    a document that breaks the schema is refused naming the node and field."""
+    if isinstance(obj, GradGraph):
+        # Our own graph is valid by construction: take the facts from it instead of parsing its JSON back.
+        nodes = obj.nx._node
+        return GraphPayload(obj.to_json(), dict(obj.meta), list(nodes), available_metrics(nodes.values()))
+    if isinstance(obj, (str, bytes, bytearray)):
+        data = io.parse(obj, who=caller)
+    elif isinstance(obj, dict):
+        data = obj
+    else:
+        raise TypeError(f"{caller} expects {_WHAT}; got {type(obj).__name__}.")
+    if isinstance(data, dict) and data.get("format") == schema.DIFF_FORMAT:
+        raise TypeError(f"{caller}: this is a diff of two graphs; show it with gw.DiffWidget(d) or "
+                        f"gw.export_html(d, path).")
+    try:
+        schema.validate(data)
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    except (schema.SchemaError, TypeError, ValueError) as exc:
+        raise ValueError(f"{caller}: {exc}") from None
+    nodes = data["nodes"]
+    return GraphPayload(text, dict(data.get("meta") or {}), [n["id"] for n in nodes], available_metrics(nodes))

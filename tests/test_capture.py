@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import graphwidget as gw
+from gw_functions import Square
 from graphwidget import examples as ex
 
 
@@ -110,7 +111,7 @@ def test_homography_repeat_shows_the_big_tensors():
     assert ga.summary()["grad_bytes"] > 3 * gb.summary()["grad_bytes"]
     # broadcast version: its selects are tiny
     sel_b = [gb.node(n) for n in gb.nodes(op="SelectBackward0")]
-    assert max(d["attrs"]["self_sym_sizes"][0] * 9 for d in sel_b) <= 8 * 9
+    assert sel_b and all(d["attrs"]["self_sym_sizes"] in ([8, 3, 3], [8, 3]) for d in sel_b)
 
 
 def test_homography_versions_agree_numerically():
@@ -236,21 +237,10 @@ def test_multiple_roots_list_and_dict():
 
 
 def test_custom_function_node():
-    class Twice(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return grad * 2
-
     x = torch.randn(4, requires_grad=True)
-    g = gw.capture(Twice.apply(x).sum())
+    g = gw.capture(Square.apply(x).sum())
     node = g.node(g.nodes(kind="custom")[0])
-    assert node["op"] == "TwiceBackward" and node["saved"][0]["shape"] == [4]
+    assert node["op"] == "SquareBackward" and node["saved"][0]["shape"] == [4]
     assert g.summary()["custom"] == 1
 
 
@@ -271,7 +261,7 @@ def test_double_backward_graph():
     y = (x ** 3).sum()
     (gx,) = torch.autograd.grad(y, x, create_graph=True)
     g = gw.capture(gx.sum())
-    assert len(g) > 3 and "PowBackward1" in ops(g) or "PowBackward0" in ops(g)
+    assert len(g) > 3 and "PowBackward0" in ops(g) and "MulBackward0" in ops(g)
     assert g.nodes(kind="leaf")
 
 

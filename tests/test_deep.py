@@ -79,7 +79,6 @@ def test_the_crash_is_real_without_the_fix():
 
 
 def test_stack_guard_only_raises_the_soft_limit():
-    from graphwidget.capture._deep_free import required_stack
     script = textwrap.dedent("""
         import resource
         from graphwidget.capture._deep_free import make_deep_free_safe, required_stack
@@ -93,7 +92,6 @@ def test_stack_guard_only_raises_the_soft_limit():
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
-    assert required_stack(1_000_000) >= 256 * 2**20  # measured need for 1M nodes: 128-256 MiB
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphwidget as gw
+from gw_functions import ScaledProduct, Square
 from graphwidget import examples as ex
 from graphwidget.capture import native
 from graphwidget.capture.api import capture_raw
@@ -63,19 +64,6 @@ def _json_dumps(g: gw.GradGraph) -> str:
     return json.dumps(g.to_dict(), separators=(",", ":"), allow_nan=False)
 
 
-class Twice(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, w):
-        ctx.save_for_backward(x, w)
-        ctx.scale = 2.0
-        return x * w * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        return grad * w * 2, grad * x * 2
-
-
 class Tagged(torch.Tensor):
     """A plain subclass: its records come from the Python tensor_record in both engines."""
 
@@ -101,7 +89,7 @@ def _homography(kind: str):
 
 def _freed():
     x = torch.randn(3, 3, requires_grad=True)
-    y = (x.exp() * x).sum() + Twice.apply(x, x.t().contiguous()).sum()
+    y = (x.exp() * x).sum() + ScaledProduct.apply(x, x.t().contiguous()).sum()
     y.backward()
     return y, {}
 
@@ -129,7 +117,7 @@ def _roots_dict():
 
 def _custom():
     x, w = torch.randn(4, requires_grad=True), torch.randn(4, requires_grad=True)
-    return Twice.apply(x, w).sum(), {}
+    return ScaledProduct.apply(x, w).sum(), {}
 
 
 def _checkpoint():

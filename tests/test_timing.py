@@ -1,7 +1,7 @@
 """gw.profile: per-node forward/backward times with real torch, nothing left behind, gradients untouched.
 
-Timing assertions compare ratios within one process (never absolute times). They run single-threaded: on a shared
-2-core machine a parallel op waits for its slowest thread, which turns other people's load into noise.
+No speed claims here (which op is slowest, by how much): those are measurements, in tests/bench/bench_timing.py.
+Hook mechanics are checked exactly with an injected clock.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import graphwidget as gw
+from gw_functions import Square
 from graphwidget import examples as ex
 from graphwidget.capture import native
 from graphwidget.profile.cross_check import profile_torch
@@ -23,27 +24,11 @@ CUDA_REASON = ("CUDA is not available on this machine, so the CUDA-event timing 
                "recorded in the hooks, one synchronise per run) is not exercised here")
 
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _global_state():
     from torch.nn.modules import module as m
     F = torch.autograd.Function
     return (F.__dict__["apply"], "_register_hook" in F.__dict__, len(m._global_forward_pre_hooks),
             len(m._global_forward_hooks), torch._C._len_torch_function_stack(), gc.isenabled())
-
-
-def _by_op(g):
-    out = {}
-    for _, d in g.nx.nodes(data=True):
-        if d["bwd_ms"] is not None:
-            out[d["op"]] = out.get(d["op"], 0.0) + d["bwd_ms"]
-    return out
 
 
 def _convnet(seed=0, batch=4):
@@ -91,47 +76,53 @@ def test_ids_are_captures_ids(make):
     assert [t.__name__ for t in run.types] == [g.node(i)["op"] for i in range(len(g))]
 
 
-def test_node_times_and_engine_time_add_up_to_backward_wall(one_thread):
-    g = gw.profile(ex.homography_repeat, **ex.homography_inputs(), repeat=5)
+def test_hooks_stamp_every_node_exactly_with_an_injected_clock():
+    # A fake clock that advances 1 ms per stamp: with the hooks alone stamping, a chain's nodes run one after the
+    # other (pre, post, pre, post, ...), so every node must come out at exactly 1.0 ms and in pre-order.
+    x = torch.randn(3, requires_grad=True)
+    y = x.exp().sin().sum()
+    ticks = iter(range(0, 10**12, 10**6))
+    run = instrument(root_nodes([y]), lambda: next(ticks))
+    try:
+        y.backward()
+    finally:
+        run.remove_hooks()
+    assert [t.__name__ for t in run.types] == ["SumBackward0", "SinBackward0", "ExpBackward0", "AccumulateGrad"]
+    assert run.starts == [0, 2 * 10**6, 4 * 10**6, 6 * 10**6]
+    assert run.bwd_ms() == [1.0, 1.0, 1.0, 1.0]
+    # removed means removed: another backward through a fresh graph stamps nothing
+    before = list(run.starts)
+    x.exp().sin().sum().backward()
+    assert run.starts == before
+
+
+def test_engine_time_is_wall_minus_node_time_per_run():
+    g = gw.profile(ex.homography_repeat, **ex.homography_inputs(2, 16, 16), repeat=5)
     t = g.meta["timing"]
-    nodes = sum(d["bwd_ms"] or 0.0 for _, d in g.nx.nodes(data=True))
-    assert abs(nodes + t["unattributed_ms"] - t["backward_ms"]) <= 0.05 * t["backward_ms"]
-    assert t["unattributed_ms"] >= 0  # CPU backward runs nodes one at a time: no overlap, no negative gaps
     assert t["runs_used"] == 3  # iqm of 5 runs: fastest and slowest dropped whole
+    assert t["backward_nodes_ms"] == pytest.approx(sum(d["bwd_ms"] or 0.0 for _, d in g.nx.nodes(data=True)))
+    assert t["unattributed_ms"] == pytest.approx(t["backward_ms"] - t["backward_nodes_ms"])
     fwd = sum(d["fwd_ms"] or 0.0 for _, d in g.nx.nodes(data=True))
-    assert fwd == pytest.approx(t["forward_ops_ms"]) and fwd <= t["forward_ms"]
+    assert fwd == pytest.approx(t["forward_ops_ms"])
 
 
-def test_homography_repeat_backward_is_dominated_by_select(one_thread):
-    inp = ex.homography_inputs()  # B=8, 128x128, img and homo require grad
-    rep = gw.profile(ex.homography_repeat, **inp, repeat=5)
-    bro = gw.profile(ex.homography_broadcast, **inp, repeat=5)
-    ops = sorted(_by_op(rep).items(), key=lambda kv: -kv[1])
-    assert ops[0][0] == "SelectBackward0"
-    assert ops[1][0] == "GridSampler2DBackward0"
-    assert ops[0][1] / rep.meta["timing"]["backward_ms"] > 0.40
-    # The first select of each h[:, :, i, j] takes the whole repeated (8, 16384, 3, 3) tensor: its backward
-    # materialises a gradient of that size.
+def test_homography_repeat_selects_write_the_repeated_tensor():
+    # Structure only: why the repeat version's backward is slow. The measured ranking is in tests/bench/bench_timing.py.
+    rep = gw.profile(ex.homography_repeat, **ex.homography_inputs(), repeat=1, warmup=0)
     sel = rep.nodes(op="SelectBackward0")
     big = [n for n in sel for _, _, e in rep.nx.in_edges(n, data=True) if e["shape"] == [8, 16384, 3, 3]]
     assert len(big) == 12
-    assert rep.meta["timing"]["backward_ms"] > 2 * bro.meta["timing"]["backward_ms"]
-    top = rep.timing_table(top=1, by="bwd_ms", group="op")[0]
-    assert top["op"] == "SelectBackward0"
+    assert all(rep.node(n)["bwd_ms"] is not None for n in sel)
+    assert {r["op"] for r in rep.timing_table(top=None, by="bwd_ms", group="op")} >= {"SelectBackward0"}
 
 
-def test_cross_check_with_torch_profiler_agrees_on_the_dominant_op(one_thread):
-    g = gw.profile(ex.homography_repeat, **ex.homography_inputs(), repeat=3, cross_check=True)
+def test_cross_check_reports_both_tables():
+    g = gw.profile(ex.homography_repeat, **ex.homography_inputs(2, 16, 16), repeat=3, cross_check=True)
     cc = g.meta["timing"]["cross_check"]
-    assert cc["hooks_top"] == cc["profiler_top"] == "SelectBackward0"
-    # Both time the node's own apply, but the profiler changes the program: under an active profiler the
-    # allocation-heavy nodes get slower - the hooks see it too (Select 16-28 -> 23-38 ms) - by an amount that depends
-    # on the allocator's state (which 4.7 MB buffers hit fresh pages). Measured shares: hooks 0.62-0.72, profiler
-    # 0.63-0.97. So: the same two leading ops, the majority of node time in both, shares within 0.4.
-    assert list(cc["hooks_by_op"])[:2] == list(cc["profiler_by_op"])[:2] == ["SelectBackward0",
-                                                                               "GridSampler2DBackward0"]
-    assert cc["hooks_top_share"] > 0.5 and cc["profiler_top_share"] > 0.5
-    assert abs(cc["hooks_top_share"] - cc["profiler_top_share"]) < 0.4
+    ops = {d["op"] for _, d in g.nx.nodes(data=True)}
+    assert set(cc["hooks_by_op"]) <= ops and cc["hooks_top"] in ops
+    assert "SelectBackward0" in cc["profiler_by_op"] and cc["profiler_top"] in set(cc["profiler_by_op"])
+    assert 0 < cc["hooks_top_share"] <= 1 and 0 < cc["profiler_top_share"] <= 1
     per_node = [d["bwd_ms_profiler"] for n, d in g.nx.nodes(data=True) if d["op"] == "SelectBackward0"]
     assert all(v is not None and v > 0 for v in per_node)
     g.to_json()  # the cross-check is JSON-safe
@@ -282,17 +273,6 @@ def test_non_scalar_and_collections():
 
 
 def test_custom_function_and_stat_median():
-    class Square(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            ctx.save_for_backward(a)
-            return a * a
-
-        @staticmethod
-        def backward(ctx, grad):
-            (a,) = ctx.saved_tensors
-            return 2 * a * grad
-
     x = torch.randn(100, requires_grad=True)
     apply_before = torch.autograd.Function.__dict__["apply"]
     g = gw.profile(lambda: Square.apply(x).sum(), repeat=3, stat="median")
@@ -372,17 +352,6 @@ def _preorder(root):
     return order
 
 
-class _Scale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * 3
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 3
-
-
 @pytest.mark.skipif(not native.available(), reason="compiled core not built")
 def test_native_and_python_walks_agree(monkeypatch):
     """Same nodes, order, types, arity, leaves and sequence numbers from the C++ walk and the Python one."""
@@ -391,7 +360,7 @@ def test_native_and_python_walks_agree(monkeypatch):
     programs = [
         [ex.homography_repeat(**ex.homography_inputs(2, 16, 16)).sum()],
         [ex.convnet_loss(model, x, target)],
-        [_Scale.apply(w).sum(), (w * 2).sum()],
+        [Square.apply(w).sum(), (w * 2).sum()],
     ]
     for roots in programs:
         fast = instrument(root_nodes(roots), None)

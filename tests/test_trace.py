@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import graphwidget as gw
+from gw_functions import Square
 from graphwidget import examples as ex
 
 HERE = os.path.abspath(__file__)
@@ -79,17 +80,6 @@ def test_linear_inner_nodes_get_the_same_line():
 
 
 def test_custom_function_gets_its_own_line_and_apply_is_restored():
-    class Square(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return 2 * x * grad
-
     original = torch.autograd.Function.__dict__["apply"]
 
     def fn(x):

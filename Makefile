@@ -24,6 +24,8 @@ browser:
 $(STAMP): $(VPY) pyproject.toml js/package.json
 	$(VPY) -m pip install -q "$(TORCH)"
 	$(VPY) -m pip install -q -e ".[dev]"
+	# the oldest anywidget graphwidget supports, beside the newest in the venv: tests/test_house.py runs the widget on it
+	$(VPY) -m pip install -q --no-deps --target $(VENV)/anywidget-oldest "anywidget==0.9.0"
 	touch $(STAMP)
 
 # The compiled capture core (graphwidget/_native/capture.cpp): ~20 s with g++. Without a compiler graphwidget

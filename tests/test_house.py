@@ -212,3 +212,27 @@ def test_static_fallback_escapes_graph_strings():
     g = gw.capture((x * 2).sum(), title="<script>alert(1)</script>")
     html = g._repr_mimebundle_()["text/html"]
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+OLDEST_ANYWIDGET = ROOT / ".venv" / "anywidget-oldest"
+
+
+@pytest.mark.skipif(not OLDEST_ANYWIDGET.is_dir(), reason="the oldest supported anywidget is installed by `make setup` "
+                    "into .venv/anywidget-oldest")
+def test_widget_on_the_oldest_and_newest_anywidget():
+    import anywidget
+    code = """
+        import anywidget, torch, graphwidget as gw
+        x = torch.randn(3, requires_grad=True)
+        g = gw.capture((x * 2).sum())
+        w = gw.GraphWidget(g, height=300)
+        assert w._esm.startswith(("var ", "import", "function", "(", "const", "let", '"use strict"')), w._esm[:40]
+        data = g._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in data and data["text/plain"].startswith("<GradGraph")
+        w.close()
+        print(anywidget.__version__)
+    """
+    old = _run(code, cwd=ROOT, env_extra={"PYTHONPATH": str(OLDEST_ANYWIDGET)})
+    new = _run(code, cwd=ROOT)
+    assert old.returncode == 0 and new.returncode == 0, old.stderr + new.stderr
+    assert old.stdout.strip() == "0.9.0" and new.stdout.strip() == anywidget.__version__

@@ -4,9 +4,11 @@
  * Click or drag in it to move the view.
  */
 import { BUCKET_COLOURS, bucketOf } from "../model/colour";
+import type { CameraState } from "./camera";
 
 const MISSING_GREY = "#b8bec8";
-import type { CameraState } from "./camera";
+/** diff status specks (changed, added, removed), drawn on top so changes can be found in a big graph */
+const STATUS_SPECK: Record<number, string> = { 2: "#d97706", 3: "#16a34a", 4: "#dc2626" };
 import type { ViewGraph } from "../model/view";
 
 export const MINIMAP_W = 180;
@@ -29,7 +31,8 @@ export class Minimap {
     let dragging = false;
     const go = (ev: PointerEvent) => {
       const r = this.el.getBoundingClientRect();
-      this.onCentre((ev.clientX - r.left - this.ox) / this.scale, (ev.clientY - r.top - this.oy) / this.scale);
+      const k = MINIMAP_W / (r.width || MINIMAP_W); // drawn at 180 × 120, possibly shown smaller by the stylesheet
+      this.onCentre(((ev.clientX - r.left) * k - this.ox) / this.scale, ((ev.clientY - r.top) * k - this.oy) / this.scale);
     };
     this.el.addEventListener("pointerdown", (ev) => { dragging = true; this.el.setPointerCapture(ev.pointerId); go(ev); ev.stopPropagation(); });
     this.el.addEventListener("pointermove", (ev) => { if (dragging) go(ev); });
@@ -37,7 +40,7 @@ export class Minimap {
   }
 
   /** Redraws the specks (after a layout or a colour change). */
-  update(view: ViewGraph, t: Float64Array, hot: Uint8Array): void {
+  update(view: ViewGraph, t: Float64Array, hot: Uint8Array, status: Uint8Array | null = null): void {
     this.dpr = window.devicePixelRatio || 1;
     for (const c of [this.el, this.base]) { c.width = MINIMAP_W * this.dpr; c.height = MINIMAP_H * this.dpr; }
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
@@ -55,13 +58,16 @@ export class Minimap {
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     ctx.clearRect(0, 0, MINIMAP_W, MINIMAP_H);
     const s = this.scale;
-    const order = view.items.map((_, i) => i).sort((a, b) => hot[a] - hot[b]); // hot ones last, on top
+    const rank = (i: number) => (status && status[i] >= 2 ? 2 : hot[i]);
+    const order = view.items.map((_, i) => i).sort((a, b) => rank(a) - rank(b)); // hot ones, then changes, on top
     for (const i of order) {
       const it = view.items[i];
       const b = bucketOf(t[i]);
+      const st = status && status[i] >= 2 ? STATUS_SPECK[status[i]] : null;
       // the palette's pale end would vanish on white here: low and missing values become grey specks
-      ctx.fillStyle = hot[i] ? "#7f1d1d" : b < 0 ? MISSING_GREY : b < 6 ? "#c3c8d0" : BUCKET_COLOURS[b];
-      const w = Math.max(hot[i] ? 3 : 1.2, it.w * s), h = Math.max(hot[i] ? 3 : 1.2, it.h * s);
+      ctx.fillStyle = st ?? (hot[i] ? "#7f1d1d" : b < 0 ? MISSING_GREY : b < 6 ? "#c3c8d0" : BUCKET_COLOURS[b]);
+      const big = hot[i] || st;
+      const w = Math.max(big ? 3 : 1.2, it.w * s), h = Math.max(big ? 3 : 1.2, it.h * s);
       ctx.fillRect(this.ox + it.x * s - w / 2, this.oy + it.y * s - h / 2, w, h);
     }
   }

@@ -4,16 +4,18 @@
  */
 import type { GraphModel } from "../model/graph";
 import type { Cluster, Hierarchy } from "../model/grouping";
-import { buildView, initialExpansion, type ViewGraph } from "../model/view";
+import { buildView, initialExpansion, sumByItem, type ViewGraph } from "../model/view";
 import { makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
 import { LayoutClient } from "../layout/client";
 import { chooseAlgorithm } from "../layout/types";
 import { TextMeasurer } from "./measure";
-import { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF, LIGHT, draw, edgeBoxes, type Paint } from "./render";
+import { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF, draw, edgeBoxes, fillOf, type Paint } from "./render";
+import { pickTheme, type Theme } from "./theme";
+import { itemStatus } from "./marks";
 import { Camera } from "./camera";
 import { edgeMidpoint, hitEdge, hitItem, openingCamera, viewBounds } from "./geometry";
 import { Minimap } from "./minimap";
-import { bindPointer, zoomControls } from "./pointer";
+import { bindPointer, paneElements, watchSize, zoomControls } from "./pointer";
 
 export interface PaneEvents {
   /** node index (or -1); user = clicked in this pane rather than set by code */
@@ -63,31 +65,20 @@ export class GraphPane {
   private layoutRunning: Promise<void> = Promise.resolve();
   private frame = 0;
   private measurer = new TextMeasurer();
-  private layouts = new LayoutClient();
+  private layouts: LayoutClient;
   private minimap: Minimap;
-  private resize: ResizeObserver;
+  private resize!: ResizeObserver;
   private sized: Promise<void>;
   private drawnOnce = false;
+  private theme: Theme | null = null;
+  /** per node: diff status code (diff/model.ts), or null outside a diff */
+  private nodeStatus: Uint8Array | null = null;
 
-  constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents, title: string | null = null) {
-    this.el = document.createElement("div");
-    this.el.className = "gw-pane";
-    this.canvas = document.createElement("canvas");
-    this.canvas.className = "gw-canvas";
-    this.canvas.tabIndex = 0;
-    this.canvas.setAttribute("aria-label", `${title ? `${title}: ` : ""}autograd graph: drag to pan, wheel to zoom, click a node to inspect it`);
-    this.el.appendChild(this.canvas);
-    if (title !== null) {
-      const t = document.createElement("div");
-      t.className = "gw-pane-title";
-      t.textContent = title;
-      t.title = title;
-      this.el.appendChild(t);
-    }
-    this.tooltip = document.createElement("div");
-    this.tooltip.className = "gw-tooltip";
-    this.tooltip.hidden = true;
-    this.el.appendChild(this.tooltip);
+  /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
+  constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
+    title: string | null = null, layouts?: LayoutClient) {
+    this.layouts = layouts ?? new LayoutClient();
+    ({ el: this.el, canvas: this.canvas, tooltip: this.tooltip } = paneElements(title));
     this.minimap = new Minimap(this.el, (x, y) => this.camera.centreOn(x, y, this.cssW, this.cssH, this.camera.s, "pan"));
     this.el.appendChild(zoomControls(this));
     host.appendChild(this.el);
@@ -96,21 +87,14 @@ export class GraphPane {
     this.values = new Float64Array(model.n).fill(NaN);
     this.scale = makeScale("none", this.values);
     this.camera.on("change", () => this.requestDraw());
-    let markSized: () => void = () => {};
-    this.sized = new Promise((r) => { markSized = r; });
-    this.resize = new ResizeObserver(() => {
-      const r = this.el.getBoundingClientRect();
-      if (r.width < 2 || r.height < 2) return;
-      const first = !this.cssW;
-      this.cssW = r.width;
-      this.cssH = r.height;
+    this.sized = watchSize(this.el, (w, h) => {
+      this.cssW = w;
+      this.cssH = h;
       const dpr = window.devicePixelRatio || 1;
-      this.canvas.width = Math.round(r.width * dpr);
-      this.canvas.height = Math.round(r.height * dpr);
-      if (first) markSized();
+      this.canvas.width = Math.round(w * dpr);
+      this.canvas.height = Math.round(h * dpr);
       this.drawNow();
-    });
-    this.resize.observe(this.el);
+    }, (ro) => { this.resize = ro; });
     bindPointer(this);
   }
 
@@ -161,8 +145,9 @@ export class GraphPane {
     this.paint = {
       view, edgeBox: edgeBoxes(view), t: new Float64Array(n), hot: new Uint8Array(n),
       kind: Uint8Array.from(view.items, (it) => (it.cluster ? KIND_GROUP : kindCode(this.model.nodes[it.node].kind))),
-      selected: -1, hoverItem: -1, hoverEdge: -1, matches: null, currentMatch: -1,
+      selected: -1, hoverItem: -1, hoverEdge: -1, matches: null, currentMatch: -1, status: null, statusCount: null,
     };
+    this.applyStatus();
     this.recolour();
     this.applyMarks();
     await this.sized;
@@ -244,17 +229,7 @@ export class GraphPane {
    * nodes' saved bytes); null before the first layout.
    */
   itemSums(): Float64Array | null {
-    const p = this.paint;
-    if (!p) return null;
-    const sums = new Float64Array(p.view.items.length).fill(NaN);
-    const rep = p.view.rep;
-    for (let i = 0; i < this.model.n; i++) {
-      const v = this.values[i];
-      if (!Number.isFinite(v)) continue;
-      const r = rep[i];
-      sums[r] = Number.isNaN(sums[r]) ? v : sums[r] + v;
-    }
-    return sums;
+    return this.paint ? sumByItem(this.paint.view.rep, this.paint.view.items.length, this.values) : null;
   }
 
   /** This pane's scale alone: over the group sums when groups are drawn, or every group would be "hot". */
@@ -275,8 +250,24 @@ export class GraphPane {
       p.t[k] = none ? NaN : scale.t(sums[k]);
       p.hot[k] = !none && sums[k] >= scale.hot ? 1 : 0;
     }
-    this.minimap.update(p.view, p.t, p.hot);
+    this.minimap.update(p.view, p.t, p.hot, p.status);
     this.requestDraw();
+  }
+
+  /** Diff status per node (changed, added, removed are marked; groups holding them too); null clears. */
+  setStatus(codes: Uint8Array | null): void {
+    this.nodeStatus = codes;
+    if (!this.paint) return;
+    this.applyStatus();
+    this.minimap.update(this.paint.view, this.paint.t, this.paint.hot, this.paint.status);
+    this.requestDraw();
+  }
+
+  private applyStatus(): void {
+    const p = this.paint!;
+    const s = this.nodeStatus ? itemStatus(p.view, this.nodeStatus) : null;
+    p.status = s ? s.status : null;
+    p.statusCount = s ? s.count : null;
   }
 
   // ---- selection, search --------------------------------------------------------------------------------
@@ -315,6 +306,11 @@ export class GraphPane {
     this.paint.hoverItem = i;
     this.paint.hoverEdge = e;
     this.requestDraw();
+  }
+
+  /** The fill colour of a drawn item (the shared colour scale), or null if it is not drawn. */
+  itemColour(i: number): string | null {
+    return this.paint && i >= 0 && i < this.paint.t.length ? fillOf(this.paint.t[i]) : null;
   }
 
   tooltipExtra(item: number): string | null {
@@ -374,7 +370,8 @@ export class GraphPane {
   drawNow(): void {
     if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
     if (!this.paint || !this.cssW) return;
-    const st = draw(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint, LIGHT);
+    this.theme ??= pickTheme(this.el);
+    const st = draw(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint, this.theme);
     this.timings.draw = st.ms;
     this.minimap.frame(this.camera, this.cssW, this.cssH);
   }

@@ -112,3 +112,43 @@ export function zoomControls(pane: GraphPane): HTMLElement {
   mk("⤢", "Fit the graph (f)", () => pane.fit());
   return box;
 }
+
+/** The pane's elements: a focusable canvas, the title bar (when titled) and the (hidden) tooltip. */
+export function paneElements(title: string | null): { el: HTMLDivElement; canvas: HTMLCanvasElement; tooltip: HTMLDivElement } {
+  const el = document.createElement("div");
+  el.className = "gw-pane";
+  const canvas = document.createElement("canvas");
+  canvas.className = "gw-canvas";
+  canvas.tabIndex = 0;
+  canvas.setAttribute("aria-label", `${title ? `${title}: ` : ""}autograd graph: drag to pan, wheel to zoom, click a node to inspect it`);
+  el.appendChild(canvas);
+  if (title !== null) {
+    const t = document.createElement("div");
+    t.className = "gw-pane-title";
+    t.textContent = title;
+    t.title = title;
+    el.appendChild(t);
+  }
+  const tooltip = document.createElement("div");
+  tooltip.className = "gw-tooltip";
+  tooltip.hidden = true;
+  el.appendChild(tooltip);
+  return { el, canvas, tooltip };
+}
+
+/**
+ * Calls `resized(width, height)` with the element's CSS size whenever it changes (ignoring collapsed sizes);
+ * resolves once it has a size. `observer` receives the ResizeObserver (to disconnect it).
+ */
+export function watchSize(el: HTMLElement, resized: (w: number, h: number) => void, observer: (ro: ResizeObserver) => void): Promise<void> {
+  return new Promise((sized) => {
+    const ro = new ResizeObserver(() => {
+      const r = el.getBoundingClientRect();
+      if (r.width < 2 || r.height < 2) return;
+      resized(r.width, r.height);
+      sized();
+    });
+    ro.observe(el);
+    observer(ro);
+  });
+}

@@ -6,20 +6,13 @@
 import { BUCKET_COLOURS, MISSING_COLOUR, bucketOf, darkFill } from "../model/colour";
 import { LABEL_FONT, SUB_FONT } from "./measure";
 import type { ViewGraph } from "../model/view";
-
 import type { CameraState } from "./camera";
+import type { Theme } from "./theme";
+import { drawBadges, drawStatus } from "./marks";
+import { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF, box } from "./shapes";
 
-export interface Theme {
-  bg: string; edge: string; edgeHi: string; text: string; textMuted: string; stroke: string;
-  select: string; match: string; hot: string; group: string;
-}
+export { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF };
 
-export const LIGHT: Theme = {
-  bg: "#fbfbfc", edge: "#9aa3af", edgeHi: "#2563eb", text: "#1f2328", textMuted: "#57606a", stroke: "#6b7280",
-  select: "#2563eb", match: "#d946ef", hot: "#7f1d1d", group: "#374151",
-};
-
-export const KIND_BACKWARD = 0, KIND_CUSTOM = 1, KIND_LEAF = 2, KIND_GROUP = 3;
 
 export interface Paint {
   view: ViewGraph;
@@ -35,6 +28,10 @@ export interface Paint {
   /** per item: 1 when it is or contains a search match */
   matches: Uint8Array | null;
   currentMatch: number;
+  /** per item: diff status code (diff/model.ts: 2 changed, 3 added, 4 removed; for a group, of its members), or null */
+  status: Uint8Array | null;
+  /** per item: how many members of a group are changed, added or removed */
+  statusCount: Int32Array | null;
 }
 
 export interface DrawStats { nodes: number; edges: number; ms: number; }
@@ -81,10 +78,6 @@ function arrowHead(ctx: CanvasRenderingContext2D, p: Float32Array, size: number)
   ctx.closePath();
 }
 
-function box(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number, r: number, detailed: boolean): void {
-  if (detailed && ctx.roundRect) ctx.roundRect(x, y, w, h, r);
-  else ctx.rect(x, y, w, h);
-}
 
 export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: number, cssH: number, dpr: number, p: Paint, th: Theme): DrawStats {
   const t0 = performance.now();
@@ -151,7 +144,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
   if (detailed) {
     ctx.beginPath();
     for (const i of vis) if (p.kind[i] === KIND_GROUP) { const it = items[i]; box(ctx, it.x - it.w / 2 + 4, it.y - it.h / 2 + 4, it.w, it.h, 5, true); }
-    ctx.fillStyle = "#d1d5db";
+    ctx.fillStyle = th.groupShadow;
     ctx.fill();
   }
   const byBucket = new Map<number, number[]>();
@@ -163,7 +156,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
   for (const [b, list] of byBucket) {
     ctx.beginPath();
     for (const i of list) { const it = items[i]; box(ctx, it.x - it.w / 2, it.y - it.h / 2, it.w, it.h, radius(i), detailed); }
-    ctx.fillStyle = b < 0 ? MISSING_COLOUR : BUCKET_COLOURS[b];
+    ctx.fillStyle = fillOf(p.t[list[0]]);
     ctx.fill();
   }
   if (detailed || vis.length < 3000) {
@@ -195,6 +188,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
     ctx.lineWidth = width * px;
     ctx.stroke();
   };
+  if (p.status) drawStatus(ctx, p, vis, px, detailed, th);
   ring(vis.filter((i) => p.hot[i]), th.hot, 3.5, 0);
   if (p.matches) ring(vis.filter((i) => p.matches![i] && i !== p.currentMatch), th.match, 2.5, 3);
   if (p.currentMatch >= 0) ring([p.currentMatch], th.match, 4.5, 3);
@@ -225,7 +219,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
     }
     // how many tensors an aggregated edge stands for
     ctx.font = SUB_FONT;
-    ctx.fillStyle = th.textMuted;
+    ctx.fillStyle = th.bgText;
     ctx.textAlign = "center";
     for (const k of visibleEdges.concat(hiEdges)) {
       const e = edges[k];
@@ -234,8 +228,15 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
       const mid = Math.floor(q.length / 4) * 2;
       ctx.fillText(`×${e.count}`, (q[mid] + q[q.length - 2]) / 2 + 8, (q[mid + 1] + q[q.length - 1]) / 2);
     }
+    if (p.status) drawBadges(ctx, p, vis, th);
   }
   return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, ms: performance.now() - t0 };
+}
+
+/** The fill of an item at position t on the colour scale (its 32-step bucket), grey for no data. */
+export function fillOf(t: number): string {
+  const b = bucketOf(t);
+  return b < 0 ? MISSING_COLOUR : BUCKET_COLOURS[b];
 }
 
 /** Squared distance from (x, y) to the edge's drawn shape (curve sampled into a polyline). */

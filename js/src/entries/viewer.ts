@@ -1,13 +1,21 @@
 /**
- * Standalone viewer for export_html: an IIFE inlined in the page. It reads the graph from
- * <script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64"> and mounts the same App
- * as the widget into #gw-root. Also exposed as `graphwidgetViewer.mount(el, bytes)` for other pages.
+ * Standalone viewer for export_html: an IIFE inlined in the page. It reads the document from
+ * <script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" data-kind="graph|diff">
+ * (no data-kind: a graph) and mounts the same App (or DiffApp) as the widget into #gw-root. Also exposed as
+ * `graphwidgetViewer.mount(el, bytes)` and `graphwidgetViewer.mountDiff(el, bytes)` for other pages.
  */
 import { App, type AppOptions } from "../ui/app";
+import { DiffApp, type DiffAppOptions } from "../diff/app";
 import { base64ToBytes } from "../model/decode";
 
 export function mount(el: HTMLElement, data: unknown, opts: AppOptions = {}): App {
   const app = new App(el, opts);
+  void app.load(data);
+  return app;
+}
+
+export function mountDiff(el: HTMLElement, data: unknown, opts: DiffAppOptions = {}): DiffApp {
+  const app = new DiffApp(el, opts);
   void app.load(data);
   return app;
 }
@@ -18,8 +26,10 @@ function boot(): void {
   if (!root || !data) return;
   const enc = data.getAttribute("data-encoding") ?? "gzip+base64";
   const text = data.textContent ?? "";
+  const bytes = enc.endsWith("base64") ? base64ToBytes(text) : text;
   // no height option: the page sizes #gw-root
-  mount(root, enc.endsWith("base64") ? base64ToBytes(text) : text);
+  if (data.getAttribute("data-kind") === "diff") mountDiff(root, bytes);
+  else mount(root, bytes);
 }
 
 if (typeof document !== "undefined") {

@@ -1,9 +1,12 @@
 /**
- * anywidget entry: `render({ model, el })`. Small traits sync both ways (`selected`, `colour_by`, `height`); the
- * graph itself arrives once as gzip-compressed JSON bytes in `_graph`.
+ * anywidget entry: `export default { render }` (the form anywidget recommends; a named `render` export makes it log a
+ * deprecation notice). A widget with non-empty `_diff` bytes shows the diff view (diff-widget.ts); otherwise the
+ * graph view: small traits sync both ways (`selected`, `colour_by`, `height`) and the graph itself arrives once as
+ * gzip-compressed JSON bytes in `_graph`.
  */
 import { App } from "../ui/app";
 import { isMetricName } from "../model/colour";
+import { renderDiff } from "./diff-widget";
 
 export interface WidgetModel {
   get(name: string): unknown;
@@ -13,7 +16,19 @@ export interface WidgetModel {
   off(event: string, cb: () => void): void;
 }
 
+/** True for bytes with something in them (a DataView in Jupyter; an empty one means "no diff"). */
+function hasBytes(v: unknown): boolean {
+  if (v instanceof ArrayBuffer) return v.byteLength > 0;
+  if (ArrayBuffer.isView(v)) return v.byteLength > 0;
+  return typeof v === "string" && v.length > 0;
+}
+
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
+  if (hasBytes(model.get("_diff"))) return renderDiff({ model, el });
+  return renderGraph({ model, el });
+}
+
+function renderGraph({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
   const px = (v: unknown) => `${Number(v) > 0 ? Number(v) : 600}px`;
   let app: App;
   const make = () => new App(el, {

@@ -96,6 +96,19 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
   return { items, edges, rep, itemOfCluster };
 }
 
+/** Per drawn item: the sum of `values` over the nodes it shows (NaN where none has a value). */
+export function sumByItem(rep: Int32Array, items: number, values: ArrayLike<number>): Float64Array {
+  const sums = new Float64Array(items).fill(NaN);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (!Number.isFinite(v)) continue;
+    const r = rep[i];
+    if (r < 0) continue;
+    sums[r] = Number.isNaN(sums[r]) ? v : sums[r] + v;
+  }
+  return sums;
+}
+
 export interface ExpandPolicy {
   /** graphs with at most this many nodes open fully expanded (no grouping visible) */
   fullUpTo: number;

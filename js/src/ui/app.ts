@@ -11,6 +11,7 @@ import { defaultMetric, isMetricName, makeScale, METRICS, type MetricName, type 
 import { maskOf, searchNodes } from "../model/search";
 import { formatCount } from "../model/format";
 import { GraphPane } from "../canvas/pane";
+import { LayoutClient } from "../layout/client";
 import { h } from "./dom";
 import { renderLegend } from "./legend";
 import { renderInspector } from "./inspector";
@@ -61,9 +62,14 @@ export class App {
   private hitSide = 0;
   private hitCursor = 0;
   private t0 = performance.now();
+  private sizeWatch: ResizeObserver;
+  /** layout workers started with the view, so their start-up overlaps decoding; one per expected pane */
+  private workers: LayoutClient[];
+  private narrow: boolean | null = null;
 
-  constructor(el: HTMLElement, protected opts: AppOptions = {}, tabs: [TabName, string][] = GRAPH_TABS) {
+  constructor(el: HTMLElement, protected opts: AppOptions = {}, tabs: [TabName, string][] = GRAPH_TABS, panes = 1) {
     this.root = el;
+    this.workers = Array.from({ length: panes }, () => new LayoutClient());
     injectStyles(el);
     el.classList.add("graphwidget-root");
     if (opts.height) el.style.height = opts.height;
@@ -84,12 +90,29 @@ export class App {
     this.panel = new SidePanel(tabs);
     this.body = h("div", { class: "gw-body" }, h("div", { class: "gw-mainwrap" }, this.main, this.legend), this.panel.el);
     el.replaceChildren(this.toolbar.el, this.body);
+    this.sizeWatch = new ResizeObserver(() => {
+      const narrow = el.clientWidth < 900;
+      if (narrow === this.narrow) return;
+      this.narrow = narrow;
+      el.classList.toggle("gw-narrow", narrow);
+      this.narrowChanged(narrow);
+    });
+    this.sizeWatch.observe(el);
     this.attach();
   }
 
   /** Puts the automation API on the root element (the diff view puts its own). */
   protected attach(): void {
     attachApi(this);
+  }
+
+  /** The view became narrower or wider than 900 px (the class gw-narrow on the root says which). */
+  protected narrowChanged(_narrow: boolean): void {}
+
+  /** Shows or hides the side panel (the Panel button). */
+  protected showPanel(shown: boolean): void {
+    this.panel.el.hidden = !shown;
+    this.toolbar.setPanelShown(shown);
   }
 
   get model(): GraphModel | null { return this.models[0] ?? null; }
@@ -122,7 +145,7 @@ export class App {
       busy: () => this.setState("layout"),
       recolour: () => this.recolour(),
       describe: (item) => this.describeItem(k, item),
-    }, specs[k].label));
+    }, specs[k].label, this.workers.shift()));
     this.toolbar.title.textContent = title;
     this.toolbar.fillColours((m) => this.models.some((g) => g.nodes.some((n) => Number.isFinite(METRICS[m].value(n)))));
     this.toolbar.groupButtons.hidden = !this.hiers.some((x) => x.grouped);
@@ -147,6 +170,8 @@ export class App {
   }
 
   protected fail(err: unknown): void {
+    this.workers.forEach((w) => w.dispose());
+    this.workers = [];
     this.error = err instanceof Error ? err.message : String(err);
     this.setState("error");
     this.main.replaceChildren(h("div", { class: "gw-error", text: `Could not show this graph: ${this.error}` }));
@@ -159,7 +184,7 @@ export class App {
 
   private onChanged(): void {
     this.toolbar.status.textContent = this.statusText();
-    renderLegend(this.legend, this.scale);
+    this.drawLegend();
     this.renderInspector();
     if (this.panes.every((p) => p.view && !p.busy)) this.setState("ready");
   }
@@ -172,6 +197,11 @@ export class App {
     return `${formatCount(m.n)} nodes · ${formatCount(m.edges.length)} edges` +
       (groups ? ` · showing ${formatCount(shown)} + ${formatCount(groups)} groups` : "") +
       ` · layout ${Math.round(p.timings.layout)} ms (${p.timings.algorithm})`;
+  }
+
+  /** The legend under the panes: the colour scale (the diff view adds the status marks). */
+  protected drawLegend(): void {
+    renderLegend(this.legend, this.scale);
   }
 
   /** An extra tooltip line for a drawn item of pane k (none in the graph view). */
@@ -190,14 +220,14 @@ export class App {
     else values = concat(this.panes.map((p) => p.values));
     this.scale = makeScale(this.metric, values);
     for (const p of this.panes) p.applyScale(this.scale);
-    renderLegend(this.legend, this.scale);
+    this.drawLegend();
   }
 
   colourBy(metric: MetricName, user = false): void {
     this.metric = metric;
     this.toolbar.colourSelect.value = metric;
     for (const p of this.panes) p.setMetric(metric);
-    if (!this.panes.length) renderLegend(this.legend, this.scale);
+    if (!this.panes.length) this.drawLegend();
     this.opts.onMetric?.(metric, user);
   }
 
@@ -275,6 +305,15 @@ export class App {
     return this.models[k].nodes[node].id;
   }
 
+  /** Outlines the given nodes of each pane like search matches (a mask per pane; null clears), without a search. */
+  protected markNodes(masks: (Uint8Array | null)[]): void {
+    this.toolbar.searchInput.value = "";
+    this.toolbar.searchCount.textContent = "";
+    this.hits = this.panes.map(() => []);
+    this.hitMasks = this.panes.map(() => null);
+    this.panes.forEach((p, k) => p.setSearch(masks[k] ?? null, -1));
+  }
+
   /** Pane k's search matches (a mask over its nodes), or null. */
   matchMask(k = 0): Uint8Array | null {
     return this.hitMasks[k] ?? null;
@@ -295,6 +334,8 @@ export class App {
   }
 
   dispose(): void {
+    this.sizeWatch.disconnect();
+    this.workers.forEach((w) => w.dispose());
     this.panes.forEach((p) => p.dispose());
     this.root.replaceChildren();
   }

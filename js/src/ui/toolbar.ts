@@ -22,6 +22,7 @@ export class Toolbar {
   readonly status: HTMLElement;
   /** where a subclass puts its own controls (the diff view's Sync toggle), before the status text */
   readonly extra: HTMLElement;
+  private panelBtn: HTMLButtonElement;
 
   constructor(act: ToolbarActions) {
     this.title = h("span", { class: "gw-title" });
@@ -35,6 +36,7 @@ export class Toolbar {
     this.extra = h("span", { class: "gw-extra-controls" });
     const panelBtn = h("button", { class: "gw-paneltoggle", text: "Panel", attrs: { type: "button", "aria-pressed": "true" } });
     panelBtn.addEventListener("click", () => panelBtn.setAttribute("aria-pressed", String(act.togglePanel())));
+    this.panelBtn = panelBtn;
     this.el = h("div", { class: "gw-toolbar" },
       this.title,
       h("span", { class: "gw-searchbox" }, this.searchInput, this.searchCount),
@@ -52,6 +54,11 @@ export class Toolbar {
     this.colourSelect.addEventListener("change", () => {
       if (isMetricName(this.colourSelect.value)) act.colourBy(this.colourSelect.value);
     });
+  }
+
+  /** Reflects the side panel's visibility on the Panel button. */
+  setPanelShown(shown: boolean): void {
+    this.panelBtn.setAttribute("aria-pressed", String(shown));
   }
 
   /** One option per metric; a metric with no value in any graph shows "(n/a)" and cannot be chosen. */

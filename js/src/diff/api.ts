@@ -1,0 +1,135 @@
+/**
+ * Automation API of the diff view on the root element (`el.graphwidget`), for tests, notebooks and pages embedding
+ * the export. Sides are "a" and "b". Documented in docs/viewer.md.
+ */
+import type { DiffApp } from "./app";
+import type { Side, StatusName } from "./model";
+import type { ChangesBy } from "./changes";
+import type { CameraState } from "../canvas/camera";
+import { isMetricName, type MetricName } from "../model/colour";
+
+export type SideName = "a" | "b";
+
+export interface DiffWidgetApi {
+  readonly kind: "diff";
+  /** resolves when both panes are drawn */
+  ready: Promise<void>;
+  /** resolves when the latest layouts of both panes are drawn */
+  idle(): Promise<void>;
+  readonly error: string | null;
+  /** the two pane titles, A then B */
+  panes(): [string, string];
+  /** selects a node on a side (opening its groups) and centres it and its counterpart; null clears */
+  select(id: number | null, side: SideName): Promise<boolean>;
+  selected(side: SideName): number | null;
+  status(id: number, side: SideName): StatusName | null;
+  summaryText(): string;
+  changesText(by?: ChangesBy): string;
+  /** shows the Changes tab grouped by op or by source */
+  showChanges(by: ChangesBy): void;
+  /** clicks row k of the Changes table (as currently grouped) */
+  pickChange(k: number): Promise<void>;
+  inspectorText(): string;
+  search(query: string): number;
+  highlightedIds(side: SideName): (number | string)[];
+  nodeCount(side: SideName): number;
+  graphNodeCount(side: SideName): number;
+  visibleNodeIds(side: SideName): number[];
+  nodeScreenPosition(id: number | string, side: SideName): { x: number; y: number } | null;
+  centre(id: number | string, side: SideName): boolean;
+  camera(side: SideName): CameraState | null;
+  /** the fill colour a node or group is drawn with (one scale for both sides: equal values, equal colours) */
+  nodeColour(id: number | string, side: SideName): string | null;
+  sync(): boolean;
+  setSync(on: boolean): void;
+  colourBy(metric: MetricName): void;
+  colour(): MetricName;
+  legendText(): string;
+  expandAll(): Promise<void>;
+  collapseAll(): Promise<void>;
+  fit(): void;
+  readonly timings: Record<string, number | string>;
+}
+
+function sideOf(s: unknown): Side {
+  if (s === "a" || s === "A" || s === 0) return 0;
+  if (s === "b" || s === "B" || s === 1) return 1;
+  throw new Error(`side must be "a" or "b", got ${JSON.stringify(s)}`);
+}
+
+export function attachDiffApi(app: DiffApp): DiffWidgetApi {
+  const pane = (s: SideName) => app.panes[sideOf(s)] ?? null;
+  const itemOf = (id: number | string, s: SideName): number => {
+    const k = sideOf(s), v = app.panes[k]?.view;
+    if (!v) return -1;
+    if (typeof id === "string") return v.itemOfCluster.get(id) ?? -1;
+    const i = app.models[k].indexOf.get(id);
+    return i === undefined ? -1 : v.rep[i];
+  };
+  const api: DiffWidgetApi = {
+    kind: "diff",
+    ready: app.ready,
+    idle: async () => { await app.ready; await Promise.all(app.panes.map((p) => p.idle())); await app.pairDone; },
+    get error() { return app.error; },
+    panes: () => (app.doc ? [app.doc.labels[0], app.doc.labels[1]] : ["", ""]),
+    select: (id, s) => app.selectOn(sideOf(s), id, true, false),
+    selected: (s) => app.selectedOn(sideOf(s)),
+    status: (id, s) => app.diff?.statusOf(sideOf(s), id) ?? null,
+    summaryText: () => app.summaryText,
+    changesText: (by) => app.changes?.text(by) ?? "",
+    showChanges: (by) => { app.changes?.show(by); app.root.querySelector<HTMLElement>(".gw-tab[data-tab=changes]")?.click(); },
+    pickChange: async (k) => {
+      const row = app.changes?.rows()[k];
+      if (!row) throw new Error(`no Changes row ${k}`);
+      await app.pickRow(row);
+    },
+    inspectorText: () => {
+      const el = app.root.querySelector<HTMLElement>(".gw-tab-inspector");
+      return el ? (el.hidden ? el.textContent ?? "" : el.innerText) : "";
+    },
+    search: (q) => app.search(q),
+    highlightedIds: (s) => {
+      const k = sideOf(s), v = app.panes[k]?.view, mask = app.matchMask(k);
+      if (!v || !mask) return [];
+      const hit = new Uint8Array(v.items.length);
+      for (let i = 0; i < mask.length; i++) if (mask[i]) hit[v.rep[i]] = 1;
+      const out: (number | string)[] = [];
+      v.items.forEach((it, j) => { if (hit[j]) out.push(it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id); });
+      return out;
+    },
+    nodeCount: (s) => pane(s)?.view?.items.length ?? 0,
+    graphNodeCount: (s) => app.models[sideOf(s)]?.n ?? 0,
+    visibleNodeIds: (s) => {
+      const k = sideOf(s);
+      return (app.panes[k]?.view?.items ?? []).filter((it) => it.node >= 0).map((it) => app.models[k].nodes[it.node].id);
+    },
+    nodeScreenPosition: (id, s) => pane(s)?.itemClientPosition(itemOf(id, s)) ?? null,
+    centre: (id, s) => {
+      const i = itemOf(id, s), p = pane(s);
+      if (i < 0 || !p) return false;
+      p.centreItem(i);
+      p.drawNow();
+      return true;
+    },
+    camera: (s) => pane(s)?.camera.state ?? null,
+    nodeColour: (id, s) => pane(s)?.itemColour(itemOf(id, s)) ?? null,
+    sync: () => app.syncOn,
+    setSync: (on) => app.setSync(!!on, false),
+    colourBy: (m) => {
+      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use grad_bytes, saved_bytes, bwd_ms, fwd_ms, output_bytes or none`);
+      app.colourBy(m, false);
+    },
+    colour: () => app.metric,
+    legendText: () => app.root.querySelector(".gw-legend")?.textContent ?? "",
+    expandAll: () => app.expandAll(),
+    collapseAll: () => app.collapseAll(),
+    fit: () => { app.fitAll(); app.panes.forEach((p) => p.drawNow()); },
+    get timings() {
+      const [a, b] = app.panes;
+      return { decode: app.timings.decode, total: app.timings.total, layout_a: a?.timings.layout ?? 0, layout_b: b?.timings.layout ?? 0,
+        draw_a: a?.timings.draw ?? 0, draw_b: b?.timings.draw ?? 0, algorithm: `${a?.timings.algorithm ?? ""}/${b?.timings.algorithm ?? ""}`, worker: a?.timings.worker ?? "" };
+    },
+  };
+  (app.root as HTMLElement & { graphwidget?: DiffWidgetApi }).graphwidget = api;
+  return api;
+}

@@ -1,0 +1,203 @@
+/**
+ * The diff view: A and B side by side (the App over two panes), each with its own layout and groups, coloured on
+ * one shared scale, every node marked unchanged / changed / added / removed. Selecting a node selects and centres
+ * its counterpart on the other side; Sync keeps pan and zoom in step; a summary strip sits on top and a Changes
+ * tab in the side panel.
+ */
+import { App, type AppOptions } from "../ui/app";
+import { h } from "../ui/dom";
+import { renderLegend } from "../ui/legend";
+import { GraphModel } from "../model/graph";
+import type { Cluster } from "../model/grouping";
+import { formatCount } from "../model/format";
+import type { ChangeRow, DiffDoc } from "../schema/diff";
+import type { TabName } from "../ui/panel";
+import { decodeDiff, normaliseDiff } from "./decode";
+import { DiffModel, STATUS_NAMES, statusLine, type Side } from "./model";
+import { renderSummary } from "./summary";
+import { ChangesTable } from "./changes";
+import { renderPairInspector } from "./inspector";
+import { linkCameras } from "./sync";
+import { renderStatusLegend } from "./legend";
+import { attachDiffApi } from "./api";
+
+export interface DiffAppOptions extends AppOptions {
+  /** keep pan and zoom of the two panes in step (default true) */
+  sync?: boolean;
+  /** every selection change, as the ids selected on A and on B; user = from a click in this view */
+  onSelectPair?(a: number | null, b: number | null, user: boolean): void;
+  onSync?(on: boolean, user: boolean): void;
+}
+
+export const DIFF_TABS: [TabName, string][] = [["inspector", "Inspector"], ["changes", "Changes"]];
+
+export class DiffApp extends App {
+  doc: DiffDoc | null = null;
+  diff: DiffModel | null = null;
+  changes: ChangesTable | null = null;
+  syncOn = true;
+  summaryText = "";
+  /** settles when the other side has followed the latest selection */
+  pairDone: Promise<void> = Promise.resolve();
+  private summaryEl!: HTMLElement;
+  private syncBtn!: HTMLButtonElement;
+  private focus: Side = 0;
+  /** per side: the node a follow-up selection is expected for (not re-propagated, not reported) */
+  private following: [number | null, number | null] = [null, null];
+  private stayOnTab = false;
+
+  constructor(el: HTMLElement, protected dopts: DiffAppOptions = {}) {
+    super(el, dopts, DIFF_TABS, 2);
+    this.syncOn = dopts.sync !== false;
+    el.classList.add("gw-diff");
+    this.summaryEl = h("div", { class: "gw-summary", attrs: { "aria-label": "Summary of the differences" } });
+    el.insertBefore(this.summaryEl, this.body);
+    this.syncBtn = h("button", { class: "gw-sync", text: "Sync", title: "Pan and zoom both sides together",
+      attrs: { type: "button", "data-action": "sync", "aria-pressed": String(this.syncOn) }, on: { click: () => this.setSync(!this.syncOn, true) } });
+    this.toolbar.extra.appendChild(this.syncBtn);
+    this.toolbar.searchInput.placeholder = "Search both sides…";
+  }
+
+  /** Narrow: two panes need the width, so the side panel starts hidden and floats over B when opened. */
+  protected override narrowChanged(narrow: boolean): void {
+    this.showPanel(!narrow);
+  }
+
+  protected override attach(): void {
+    attachDiffApi(this);
+  }
+
+  /** Decodes the diff bytes (gzip or plain JSON) or takes a parsed document, and draws both sides. */
+  override async load(data: unknown): Promise<void> {
+    try {
+      const t = performance.now();
+      const doc = data && typeof data === "object" && "a" in (data as object) ? normaliseDiff(data) : await decodeDiff(data);
+      const models: [GraphModel, GraphModel] = [new GraphModel(doc.a), new GraphModel(doc.b)];
+      this.doc = doc;
+      this.diff = new DiffModel(doc, models);
+      this.timings.decode = performance.now() - t;
+      this.summaryText = renderSummary(this.summaryEl, doc);
+      await this.show([{ doc: doc.a, label: doc.labels[0] }, { doc: doc.b, label: doc.labels[1] }], models, "");
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  protected override afterShow(): void {
+    const d = this.diff!;
+    this.panes.forEach((p, k) => p.setStatus(d.status[k]));
+    linkCameras(this.panes, () => this.syncOn);
+    this.changes = new ChangesTable(this.doc!, (row) => void this.pickRow(row));
+    this.panel.body("changes").replaceChildren(this.changes.el);
+  }
+
+  protected override drawLegend(): void {
+    renderLegend(this.legend, this.scale);
+    if (this.diff) this.legend.appendChild(renderStatusLegend(this.diff));
+  }
+
+  protected override statusText(): string {
+    const c = this.diff!.counts;
+    return `${formatCount(c.changed)} changed · ${formatCount(c.added)} added · ${formatCount(c.removed)} removed · ` +
+      `${formatCount(c.matched - c.changed)} unchanged`;
+  }
+
+  protected override describeItem(k: number, item: number): string | null {
+    const p = this.panes[k], d = this.diff;
+    const it = p?.view?.items[item];
+    if (!it || !d) return null;
+    if (!it.cluster) {
+      const s = STATUS_NAMES[d.status[k][it.node]];
+      if (s === "changed") return `changed: ${d.fieldsOf(k as Side, it.node).join(", ") || "?"}`;
+      if (s === "added" || s === "removed") return `${s} (no counterpart)`;
+      return null;
+    }
+    const members: number[] = [];
+    this.hiers[k].forEachMember(it.cluster, (i) => members.push(i));
+    return statusLine(d.status[k], members, 0);
+  }
+
+  // ---- selection: the other side follows ----------------------------------------------------------------
+
+  protected override onPaneSelect(k: number, node: number, user: boolean): void {
+    const side = k as Side, other = (1 - k) as Side;
+    const d = this.diff!;
+    const follow = !user && this.following[side] === node;
+    if (follow) this.following[side] = null;
+    if (!follow) {
+      if (node >= 0) this.focus = side;
+      const cp = node >= 0 ? d.counterpart[side][node] : -1;
+      const op = this.panes[other];
+      if (op.selectedNode !== cp) {
+        this.following[other] = cp;
+        this.pairDone = op.select(cp, { centre: cp >= 0, user: false });
+      }
+      const ids: [number | null, number | null] = [null, null];
+      ids[side] = d.idOf(side, node);
+      ids[other] = d.idOf(other, cp);
+      this.dopts.onSelectPair?.(ids[0], ids[1], user);
+    }
+    this.renderInspector();
+    if (node >= 0 && user && !this.stayOnTab) this.panel.show("inspector");
+  }
+
+  /** Selects node id on a side (null clears both) and centres it and its counterpart; false for an unknown id. */
+  async selectOn(side: Side, id: number | null, centre = true, user = false): Promise<boolean> {
+    const ok = await this.selectId(id, centre, user, side);
+    await this.pairDone;
+    if (ok && id !== null && centre) {
+      const p = this.panes[side];
+      const cp = p.selectedNode >= 0 ? this.diff!.counterpart[side][p.selectedNode] : -1;
+      const op = this.panes[1 - side];
+      if (cp >= 0 && op.view) op.centreItem(op.view.rep[cp]);
+    }
+    return ok;
+  }
+
+  /** The node id selected on a side, or null. */
+  selectedOn(side: Side): number | null {
+    const p = this.panes[side];
+    return p && p.selectedNode >= 0 ? this.models[side].nodes[p.selectedNode].id : null;
+  }
+
+  override renderInspector(): void {
+    const d = this.diff;
+    if (!d || this.panes.length < 2) return;
+    const f = this.focus, o = (1 - f) as Side;
+    const nodes: [number, number] = [-1, -1];
+    nodes[f] = this.panes[f].selectedNode;
+    nodes[o] = nodes[f] >= 0 ? d.counterpart[f][nodes[f]] : this.panes[o].selectedNode;
+    const act = (k: Side) => ({ select: (i: number) => void this.selectOn(k, this.models[k].nodes[i].id, true, true), collapse: (c: Cluster) => void this.panes[k].collapse(c) });
+    renderPairInspector(this.panel.body("inspector"), {
+      diff: d, labels: this.doc!.labels, hiers: [this.hiers[0], this.hiers[1]], expanded: [this.panes[0].expanded, this.panes[1].expanded],
+      side: f, nodes, actions: [act(0), act(1)],
+    });
+  }
+
+  // ---- Changes tab and Sync -----------------------------------------------------------------------------
+
+  /** A Changes row: all its nodes outlined on both sides, its first node selected (with its counterpart). */
+  async pickRow(row: ChangeRow): Promise<void> {
+    const [a, b] = this.models;
+    const masks = [new Uint8Array(a.n), new Uint8Array(b.n)];
+    const put = (k: 0 | 1, id: number) => { const i = this.models[k].indexOf.get(id); if (i !== undefined) masks[k][i] = 1; };
+    row.removed.forEach((id) => put(0, id));
+    row.added.forEach((id) => put(1, id));
+    row.changed.forEach(([x, y]) => { put(0, x); put(1, y); });
+    this.markNodes(masks);
+    this.stayOnTab = true;
+    try {
+      if (row.changed.length) await this.selectOn(0, row.changed[0][0], true, true);
+      else if (row.removed.length) await this.selectOn(0, row.removed[0], true, true);
+      else if (row.added.length) await this.selectOn(1, row.added[0], true, true);
+    } finally {
+      this.stayOnTab = false;
+    }
+  }
+
+  setSync(on: boolean, user = false): void {
+    this.syncOn = on;
+    this.syncBtn.setAttribute("aria-pressed", String(on));
+    this.dopts.onSync?.(on, user);
+  }
+}

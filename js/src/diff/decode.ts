@@ -1,0 +1,86 @@
+/**
+ * Decoding the diff document: the same bytes as a graph (gzip or plain UTF-8 JSON, from the `_diff` trait or a
+ * base64 <script> block), checked and with absent optional fields filled, so the views never test for undefined.
+ */
+import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
+import { TOTAL_KEYS, type ChangeRow, type DiffDoc, type DiffSummary, type DiffTiming, type DiffTotals, type Equivalence, type RowCosts } from "../schema/diff";
+
+export async function decodeDiff(value: unknown): Promise<DiffDoc> {
+  let bytes = toBytes(value);
+  if (isGzip(bytes)) bytes = await gunzip(bytes);
+  return normaliseDiff(JSON.parse(new TextDecoder("utf-8").decode(bytes)));
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? (v as Obj) : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+const ids = (v: unknown): number[] => arr(v).map(Number).filter(Number.isFinite);
+const shape = (v: unknown): number[] | null => (Array.isArray(v) ? v.map(Number) : null);
+
+export function normaliseDiff(raw: unknown): DiffDoc {
+  const o = obj(raw);
+  if (!raw || typeof raw !== "object") throw new Error("diff JSON must be an object");
+  if (o.format !== undefined && o.format !== "graphwidget-diff") throw new Error(`not a graphwidget diff (format=${String(o.format)})`);
+  if (typeof o.version === "number" && o.version > 1) {
+    throw new Error(`diff format version ${o.version} is newer than this viewer (1); update graphwidget`);
+  }
+  if (!o.a || !o.b) throw new Error("a diff needs both graphs, `a` and `b`");
+  const labels = arr(o.labels);
+  const changes = obj(o.changes);
+  return {
+    format: "graphwidget-diff",
+    version: typeof o.version === "number" ? o.version : 1,
+    labels: [labelOf(labels[0], "A"), labelOf(labels[1], "B")],
+    a: normaliseGraph(o.a),
+    b: normaliseGraph(o.b),
+    matched: arr(o.matched).map((p) => { const q = arr(p); return [Number(q[0]), Number(q[1])] as [number, number]; }),
+    changed: arr(o.changed).map((p) => { const q = arr(p); return [Number(q[0]), Number(q[1]), arr(q[2]).map(String)] as [number, number, string[]]; }),
+    removed: ids(o.removed),
+    added: ids(o.added),
+    summary: summaryOf(obj(o.summary)),
+    changes: { by_op: arr(changes.by_op).map(rowOf), by_source: arr(changes.by_source).map(rowOf) },
+    findings: o.findings ?? null,
+  };
+}
+
+function labelOf(v: unknown, fallback: string): string {
+  return typeof v === "string" && v.trim() ? v : fallback;
+}
+
+function totals(v: unknown): DiffTotals {
+  const o = obj(v);
+  return Object.fromEntries(TOTAL_KEYS.map((k) => [k, num(o[k])])) as unknown as DiffTotals;
+}
+
+function summaryOf(o: Obj): DiffSummary {
+  const t = o.timing && typeof o.timing === "object" ? obj(o.timing) : null;
+  const timing: DiffTiming | null = t ? { ratio: num(t.ratio), low: num(t.low), high: num(t.high), runs: num(t.runs), verdict: str(t.verdict) } : null;
+  const e = o.equivalence && typeof o.equivalence === "object" ? obj(o.equivalence) : null;
+  const equivalence: Equivalence | null = e ? {
+    equivalent: typeof e.equivalent === "boolean" ? e.equivalent : null,
+    tensors: arr(e.tensors).map((x) => {
+      const q = obj(x);
+      return { name: String(q.name ?? "?"), allclose: typeof q.allclose === "boolean" ? q.allclose : null,
+        max_abs: num(q.max_abs), max_rel: num(q.max_rel), shape_a: shape(q.shape_a), shape_b: shape(q.shape_b) };
+    }),
+  } : null;
+  return { a: totals(o.a), b: totals(o.b), delta: totals(o.delta), ratio: totals(o.ratio), timing, equivalence };
+}
+
+function costs(v: unknown): RowCosts {
+  const o = obj(v);
+  return { count: num(o.count), bwd_ms: num(o.bwd_ms), fwd_ms: num(o.fwd_ms), grad_bytes: num(o.grad_bytes), saved_bytes: num(o.saved_bytes) };
+}
+
+function rowOf(v: unknown): ChangeRow {
+  const o = obj(v);
+  return {
+    key: String(o.key ?? ""),
+    added: ids(o.added),
+    removed: ids(o.removed),
+    changed: arr(o.changed).map((p) => { const q = arr(p); return [Number(q[0]), Number(q[1])] as [number, number]; }),
+    a: costs(o.a), b: costs(o.b), delta: costs(o.delta),
+  };
+}

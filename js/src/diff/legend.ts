@@ -1,0 +1,16 @@
+/** The status part of the diff legend: what the outline, stripe and badge colours mean, with counts. */
+import { h } from "../ui/dom";
+import { formatCount } from "../model/format";
+import type { DiffModel } from "./model";
+
+export function renderStatusLegend(d: DiffModel): HTMLElement {
+  const c = d.counts;
+  const item = (cls: string, badge: string, text: string) =>
+    h("span", { class: "gw-st-item" }, h("span", { class: `gw-st-swatch ${cls}`, text: badge }), text);
+  return h("div", { class: "gw-legend-status", attrs: { "data-legend": "status" } },
+    item("gw-st-changed", "Δ", `changed ${formatCount(c.changed)}`),
+    item("gw-st-added", "+", `added ${formatCount(c.added)}`),
+    item("gw-st-removed", "−", `removed ${formatCount(c.removed)}`),
+    item("gw-st-unchanged", "", "unchanged: no mark"),
+    h("div", { class: "gw-legend-note", text: "dashed outline + number: a closed group holding that many" }));
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { Camera, MAX_SCALE, type CameraChange } from "../src/canvas/camera";
+
+describe("Camera", () => {
+  it("announces changes with their reason, and nothing when nothing changed", () => {
+    const c = new Camera();
+    const seen: CameraChange[] = [];
+    const f = (ch: CameraChange) => seen.push(ch);
+    c.on("change", f);
+    c.pan(10, 5);
+    c.zoomAt(2, 0, 0);
+    c.set(c.s, c.tx, c.ty);
+    expect(seen.map((x) => x.reason)).toEqual(["pan", "zoom"]);
+    expect(seen[0].before).toEqual({ s: 1, tx: 0, ty: 0 });
+    expect(seen[0].after).toEqual({ s: 1, tx: 10, ty: 5 });
+    c.off("change", f);
+    c.pan(1, 1);
+    expect(seen).toHaveLength(2);
+  });
+
+  it("zooms about a screen point and clamps the scale", () => {
+    const c = new Camera();
+    c.set(1, 100, 50);
+    const [wx, wy] = c.toWorld(300, 200);
+    c.zoomAt(3, 300, 200);
+    expect(c.toScreen(wx, wy)).toEqual([300, 200]);
+    c.zoomAt(1e6, 0, 0);
+    expect(c.s).toBe(MAX_SCALE);
+  });
+
+  it("fits bounds into a viewport and centres on a point", () => {
+    const fit = Camera.fitBounds([0, 0, 1000, 500], 548, 548, 24);
+    expect(fit.s).toBeCloseTo(0.5);
+    const c = new Camera();
+    c.fit([0, 0, 1000, 500], 548, 548, 24);
+    expect(c.toScreen(500, 250)).toEqual([274, 274]);
+    c.centreOn(10, 20, 200, 100, 2);
+    expect(c.toScreen(10, 20)).toEqual([100, 50]);
+  });
+
+  it("follow applies the same screen-space pan and zoom, keeping its own offset", () => {
+    const a = new Camera(), b = new Camera();
+    a.set(1, 0, 0);
+    b.set(0.5, 40, -30);
+    const pb = b.toWorld(120, 80);
+    a.on("change", (ch) => b.follow(ch));
+    a.pan(15, -5);
+    expect(b.state).toEqual({ s: 0.5, tx: 55, ty: -35 });
+    const pa = a.toWorld(200, 100);
+    const q = b.toScreen(pb[0], pb[1]);
+    a.zoomAt(2, 200, 100);
+    expect(a.toScreen(pa[0], pa[1])).toEqual([200, 100]);
+    expect(b.s).toBeCloseTo(1);
+    // b's world point that was at screen q moved the way a's screen points did: about (200, 100), factor 2
+    const q2 = b.toScreen(pb[0], pb[1]);
+    expect(q2[0]).toBeCloseTo(200 + (q[0] - 200) * 2);
+    expect(q2[1]).toBeCloseTo(100 + (q[1] - 100) * 2);
+  });
+});

@@ -1,0 +1,77 @@
+"""What differs between two matched nodes: the names of the node fields (schema keys) whose values differ.
+
+Compared: ``op`` (anchored roots may differ), ``outputs`` (shape, dtype, device of each forward output), ``out_stride``
+(when both graphs were traced), ``saved`` (name, shape, stride, dtype of each saved tensor), ``saved_bytes``,
+``grad_bytes``, ``attrs`` (non-tensor saved values such as dims and repeats), ``tensor`` (a leaf's shape, stride,
+dtype, device, requires_grad) and the times ``fwd_ms`` / ``bwd_ms``. Not compared: where a node was created
+(``source``, ``code``, ``module``, ``seq``): two implementations always live on different lines.
+
+Times are noisy, so a time counts as changed only when both are measured and they differ by at least
+:data:`TIME_RATIO` times *and* by at least :data:`TIME_FLOOR_MS` (a 2 µs node that takes 4 µs in the next run has
+not changed).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+#: Two measured times differ when the larger is at least this many times the smaller ...
+TIME_RATIO = 1.5
+#: ... and at least this many milliseconds apart.
+TIME_FLOOR_MS = 0.05
+
+FIELDS = ("op", "outputs", "out_stride", "saved", "saved_bytes", "grad_bytes", "attrs", "tensor", "fwd_ms",
+          "bwd_ms")
+
+_TENSOR_KEYS = ("shape", "stride", "dtype", "device", "requires_grad")
+_SAVED_KEYS = ("name", "shape", "stride", "dtype")
+
+
+def _outputs(v: Any) -> Optional[Tuple[Any, ...]]:
+    if not isinstance(v, list):
+        return None
+    return tuple((o.get("shape"), o.get("dtype"), o.get("device")) if isinstance(o, dict) else None for o in v)
+
+
+def _saved(v: Any) -> Tuple[Any, ...]:
+    if not isinstance(v, list):
+        return ()
+    return tuple(tuple(str(s.get(k)) for k in _SAVED_KEYS) if isinstance(s, dict) else None for s in v)
+
+
+def _tensor(v: Any) -> Optional[Tuple[Any, ...]]:
+    if not isinstance(v, dict):
+        return None
+    return tuple(str(v.get(k)) for k in _TENSOR_KEYS)
+
+
+def times_differ(a: Optional[float], b: Optional[float]) -> bool:
+    """The relative-and-absolute rule for node times (module docstring)."""
+    if a is None or b is None:
+        return False
+    lo, hi = min(a, b), max(a, b)
+    return hi - lo >= TIME_FLOOR_MS and hi >= TIME_RATIO * lo
+
+
+def changed_fields(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
+    """Names of the fields that differ between node records ``a`` and ``b`` (in :data:`FIELDS` order)."""
+    out: List[str] = []
+    if a.get("op") != b.get("op"):
+        out.append("op")
+    if _outputs(a.get("outputs")) != _outputs(b.get("outputs")):
+        out.append("outputs")
+    sa, sb = a.get("out_stride"), b.get("out_stride")
+    if sa is not None and sb is not None and sa != sb:
+        out.append("out_stride")
+    if _saved(a.get("saved")) != _saved(b.get("saved")):
+        out.append("saved")
+    for key in ("saved_bytes", "grad_bytes"):
+        if (a.get(key) or 0) != (b.get(key) or 0):
+            out.append(key)
+    if (a.get("attrs") or {}) != (b.get("attrs") or {}):
+        out.append("attrs")
+    if _tensor(a.get("tensor")) != _tensor(b.get("tensor")):
+        out.append("tensor")
+    for key in ("fwd_ms", "bwd_ms"):
+        if times_differ(a.get(key), b.get(key)):
+            out.append(key)
+    return out

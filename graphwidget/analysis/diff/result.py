@@ -1,0 +1,327 @@
+"""The :class:`Diff` of two graphs and :func:`diff`, which makes one from two GradGraphs you already have.
+
+A Diff holds both graphs, the node matching (:mod:`.match`), what changed on matched pairs (:mod:`.fields`) and, when
+:func:`graphwidget.compare` made it, whether the two functions compute the same thing (``equivalence``) and how their
+backward times compare over interleaved runs (``timing``). Its JSON form is the ``"graphwidget-diff"`` document
+(``docs/diff.md``) that the diff view renders. Torch-free.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..._util.gc import gc_paused
+from ...model import io, schema
+from ...model._digraph import node_dicts
+from ...model.graph import GradGraph
+from ..summary import summarise
+from .fields import changed_fields
+from .match import match
+
+TOTAL_KEYS = ("nodes", "edges", "saved_bytes", "grad_bytes", "forward_ms", "backward_ms")
+STATUSES = ("unchanged", "changed", "added", "removed")
+
+
+class Diff:
+    """Two autograd graphs matched node to node.
+
+    >>> d = gw.diff(gw.trace(f, x), gw.trace(g, x), labels=("before", "after"))   # doctest: +SKIP
+    >>> d.removed, d.added                 # ids only in A / only in B
+    >>> d.changed[0]                       # (a_id, b_id, ["outputs", "grad_bytes"])
+    >>> d.summary()["delta"]["grad_bytes"]
+
+    Attributes: ``a``, ``b`` (the GradGraphs), ``labels``, ``matched`` ([(a_id, b_id)], unchanged and changed),
+    ``changed`` ([(a_id, b_id, [field, ...])]), ``removed`` / ``added`` (ids), ``equivalence`` and ``timing`` (set
+    by :func:`graphwidget.compare`; ``None`` for :func:`diff`).
+    """
+
+    def __init__(self, a: GradGraph, b: GradGraph, *, labels: Sequence[str] = ("A", "B"),
+                 matched: Sequence[Tuple[int, int]], changed: Sequence[Tuple[int, int, List[str]]],
+                 removed: Sequence[int], added: Sequence[int], equivalence: Optional[Dict[str, Any]] = None,
+                 timing: Optional[Dict[str, Any]] = None) -> None:
+        self.a, self.b = a, b
+        self.labels: Tuple[str, str] = (str(labels[0]), str(labels[1]))
+        self.matched: List[Tuple[int, int]] = [(int(x), int(y)) for x, y in matched]
+        self.changed: List[Tuple[int, int, List[str]]] = [(int(x), int(y), list(f)) for x, y, f in changed]
+        self.removed: List[int] = list(removed)
+        self.added: List[int] = list(added)
+        self.equivalence = equivalence
+        self.timing = timing
+        self._ab = dict(self.matched)
+        self._ba = {y: x for x, y in self.matched}
+        self._changed_a = {x: f for x, _, f in self.changed}
+        self._totals: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None
+
+    # -- queries --------------------------------------------------------------------------------------------------
+    @property
+    def equivalent(self) -> Optional[bool]:
+        """``True`` when every output and gradient of A and B matched within tolerance, ``False`` when one did not,
+        ``None`` when not checked (:func:`diff` of two graphs you already had)."""
+        if not self.equivalence:
+            return None
+        return bool(self.equivalence.get("equivalent"))
+
+    def counterpart(self, node_id: int, side: str = "a") -> Optional[int]:
+        """The id matched to ``node_id`` of ``side`` (``"a"`` or ``"b"``) on the other side, or ``None``."""
+        table = self._ab if _side(side) == "a" else self._ba
+        return table.get(node_id)
+
+    def status(self, node_id: int, side: str = "a") -> str:
+        """``"unchanged"``, ``"changed"``, ``"added"`` (only in B) or ``"removed"`` (only in A)."""
+        s = _side(side)
+        g = self.a if s == "a" else self.b
+        if node_id not in g.nx:
+            raise KeyError(f"Diff.status: graph {s.upper()} ({self.labels[s == 'b']!r}) has no node {node_id!r}.")
+        other = self.counterpart(node_id, s)
+        if other is None:
+            return "removed" if s == "a" else "added"
+        return "changed" if (node_id if s == "a" else other) in self._changed_a else "unchanged"
+
+    def fields(self, a_id: int) -> List[str]:
+        """The fields that differ between A's node ``a_id`` and its counterpart ([] when unchanged)."""
+        return list(self._changed_a.get(a_id, []))
+
+    def _side_totals(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        if self._totals is None:
+            self._totals = (_totals(self.a), _totals(self.b))
+        return self._totals
+
+    def summary(self) -> Dict[str, Any]:
+        """``{"a", "b", "delta", "ratio"}`` over nodes, edges, saved bytes, gradient bytes, forward/backward ms
+        (``None`` where a side was not profiled), plus ``"timing"`` (backward B/A with its interval and verdict,
+        from :func:`graphwidget.compare` with ``profile=True``), ``"equivalence"`` and ``"counts"`` (matched,
+        changed, added, removed)."""
+        ta, tb = self._side_totals()
+        delta, ratio = {}, {}
+        for k in TOTAL_KEYS:
+            x, y = ta[k], tb[k]
+            delta[k] = None if x is None or y is None else y - x
+            ratio[k] = None if x is None or y is None or x == 0 else y / x
+        return {"a": dict(ta), "b": dict(tb), "delta": delta, "ratio": ratio, "timing": self.timing,
+                "equivalence": self.equivalence,
+                "counts": {"matched": len(self.matched), "changed": len(self.changed), "added": len(self.added),
+                           "removed": len(self.removed)}}
+
+    def by_op(self) -> Any:
+        """Per op type: nodes added/removed/changed and each side's count, times and bytes with the delta."""
+        from .tables import op_key, rows
+        return rows(self, op_key)
+
+    def by_source(self) -> Any:
+        """Per forward source line (leaves as ``(leaf)``): like :meth:`by_op`."""
+        from .tables import rows, source_key
+        return rows(self, source_key)
+
+    def figure(self, top: int = 12) -> Any:
+        """A plotly figure: backward time (when profiled) and gradient bytes per op type, A vs B."""
+        from .figure import figure
+        return figure(self, top=top)
+
+    def report(self) -> str:
+        """The summary as text: counts, the A/B table with deltas and ratios, the equivalence and timing verdicts."""
+        from .report import report
+        return report(self)
+
+    def headline(self) -> str:
+        """One line: labels, counts, and the verdicts when checked."""
+        from .report import headline
+        return headline(self)
+
+    def __repr__(self) -> str:
+        return f"<Diff {self.headline()}>"
+
+    # -- JSON -----------------------------------------------------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        """The ``"graphwidget-diff"`` document as Python objects (``docs/diff.md``)."""
+        out = self._head()
+        out["a"], out["b"] = self.a.to_dict(), self.b.to_dict()
+        return out
+
+    def _head(self) -> Dict[str, Any]:
+        return {
+            "format": schema.DIFF_FORMAT, "version": schema.DIFF_VERSION, "labels": list(self.labels),
+            "matched": [list(p) for p in self.matched],
+            "changed": [[x, y, list(f)] for x, y, f in self.changed],
+            "removed": list(self.removed), "added": list(self.added),
+            "summary": self.summary(),
+            "changes": {"by_op": list(self.by_op()), "by_source": list(self.by_source())},
+            "findings": None,
+        }
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        """Serialise to the versioned ``"graphwidget-diff"`` JSON; :func:`graphwidget.load_json` reads it back."""
+        if indent is not None:
+            return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        with gc_paused():
+            head = json.dumps(self._head(), separators=(",", ":"), allow_nan=False)
+            # The graphs' own to_json (the compiled core's writer when built) spliced in, not re-encoded.
+            return f'{head[:-1]},"a":{self.a.to_json()},"b":{self.b.to_json()}}}'
+
+    @classmethod
+    def from_dict(cls, data: Any, who: str = "graphwidget.load_json") -> "Diff":
+        """Build from the parsed ``"graphwidget-diff"`` document (validated: a broken file raises
+        :class:`~graphwidget.SchemaError` naming what is wrong). The matching is read, not recomputed."""
+        return _from_dict(cls, data, who)
+
+    # -- views ----------------------------------------------------------------------------------------------------
+    def widget(self, **kwargs: Any) -> Any:
+        """An interactive :class:`graphwidget.DiffWidget` of this diff."""
+        from ...views.diff_widget import DiffWidget
+        return DiffWidget(self, **kwargs)
+
+    def export_html(self, path: Any, **kwargs: Any) -> Any:
+        """Write the self-contained HTML diff view; see :func:`graphwidget.export_html`."""
+        from ...views.export import export_html
+        return export_html(self, path, **kwargs)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        from ...views.diff_payload import static_diff_html
+        from ...views.display import mimebundle
+        return mimebundle(self, make_widget=self.widget, static=static_diff_html, include=include, exclude=exclude)
+
+
+def _side(side: str) -> str:
+    if side not in ("a", "b"):
+        raise ValueError(f"side must be 'a' or 'b', not {side!r}.")
+    return side
+
+
+def _totals(g: GradGraph) -> Dict[str, Any]:
+    s = summarise(g)
+    t = g.meta.get("timing") or {}
+    return {"nodes": s["nodes"], "edges": s["edges"], "saved_bytes": s["saved_bytes"], "grad_bytes": s["grad_bytes"],
+            "forward_ms": t.get("forward_ms"), "backward_ms": t.get("backward_ms")}
+
+
+_KINDS = ("a GradGraph (from gw.capture / gw.trace / gw.profile / gw.load_json)")
+
+
+def _check_graph(obj: Any, which: str) -> GradGraph:
+    if isinstance(obj, GradGraph):
+        return obj
+    if isinstance(obj, Diff):
+        raise TypeError(f"graphwidget.diff: {which} is already a Diff; diff two graphs (d.a, d.b are its graphs).")
+    if isinstance(obj, (str, bytes, dict)):
+        raise TypeError(f"graphwidget.diff: {which} is {type(obj).__name__}; read it first with gw.load_json(...) "
+                        f"and pass the GradGraph.")
+    hint = ""
+    if type(obj).__module__.startswith("torch"):
+        hint = " Capture it first: gw.capture(loss), or compare two functions with gw.compare(fn_a, fn_b, *args)."
+    raise TypeError(f"graphwidget.diff expects two graphs, {_KINDS}; {which} is {type(obj).__name__}.{hint}")
+
+
+def check_labels(labels: Any, who: str) -> Tuple[str, str]:
+    """Two non-empty strings, or a clear error."""
+    if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or len(labels) != 2 \
+            or not all(isinstance(x, str) and x for x in labels):
+        raise ValueError(f"{who}: labels must be two non-empty strings, e.g. labels=('before', 'after'); "
+                         f"got {labels!r:.80}.")
+    return labels[0], labels[1]
+
+
+def diff(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = None) -> Diff:
+    """Match two graphs you already have (captured, traced, profiled or read with ``load_json``) node to node.
+
+    ``labels`` name the sides (default: the graphs' titles when both have different ones, else ``"A"``/``"B"``).
+    The matching is automatic and deterministic (``docs/diff.md``). Works without torch. ``equivalence`` and
+    ``timing`` are ``None``: to check that two functions compute the same thing and time them fairly
+    (interleaved), use :func:`graphwidget.compare`.
+
+    >>> import torch, graphwidget as gw
+    >>> x = torch.randn(4, 3, requires_grad=True)
+    >>> d = gw.diff(gw.capture(x.exp().sum()), gw.capture((x.exp() * 2).sum()))
+    >>> [d.b.node(i)["op"] for i in d.added]
+    ['MulBackward0']
+    """
+    ga, gb = _check_graph(a, "a"), _check_graph(b, "b")
+    if labels is None:
+        ta, tb = ga.meta.get("title"), gb.meta.get("title")
+        labels = (ta, tb) if ta and tb and ta != tb else ("A", "B")
+    labels = check_labels(labels, "graphwidget.diff")
+    return build(ga, gb, labels)
+
+
+def build(ga: GradGraph, gb: GradGraph, labels: Sequence[str], equivalence: Optional[Dict[str, Any]] = None,
+          timing: Optional[Dict[str, Any]] = None) -> Diff:
+    """Match and compare the fields of matched pairs (what :func:`diff` and :func:`graphwidget.compare` share)."""
+    m = match(ga, gb)
+    na, nb = node_dicts(ga.nx), node_dicts(gb.nx)
+    matched = m.pairs
+    changed = []
+    for x, y in matched:
+        f = changed_fields(na[x], nb[y])
+        if f:
+            changed.append((x, y, f))
+    d = Diff(ga, gb, labels=labels, matched=matched, changed=changed, removed=m.removed, added=m.added,
+             equivalence=equivalence, timing=timing)
+    d._phases = m.phases()  # type: ignore[attr-defined]  # how each pair was found (docs, tests)
+    return d
+
+
+# -- reading --------------------------------------------------------------------------------------------------------
+def _ids(v: Any, what: str, ids: set) -> List[int]:
+    if not isinstance(v, list):
+        raise schema.SchemaError(f"{what} must be a list of node ids.")
+    for x in v:
+        if not isinstance(x, int) or isinstance(x, bool) or x not in ids:
+            raise schema.SchemaError(f"{what} names node {x!r:.40}, which is not in that graph.")
+    return v
+
+
+def _from_dict(cls: type, data: Any, who: str) -> Diff:
+    def fail(msg: str) -> schema.SchemaError:
+        return schema.SchemaError(f"{who}: {msg}")
+
+    if not isinstance(data, dict) or data.get("format") != schema.DIFF_FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise fail(f"not a graphwidget diff: \"format\" is {got!r}, expected {schema.DIFF_FORMAT!r}.")
+    version = data.get("version")
+    if version != schema.DIFF_VERSION:
+        newer = isinstance(version, int) and version > schema.DIFF_VERSION
+        raise fail(f"diff version {version!r} is not supported by this release (it reads version "
+                   f"{schema.DIFF_VERSION})" + ("; upgrade graphwidget." if newer else "."))
+    try:
+        labels = check_labels(data.get("labels", ["A", "B"]), "labels")
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    graphs = []
+    for side in ("a", "b"):
+        if not isinstance(data.get(side), dict):
+            raise fail(f"\"{side}\" must be a graph document (docs/schema.md).")
+        graphs.append(io.from_dict(data[side], who=f"{who}: graph {side!r}"))
+    ga, gb = graphs
+    ids_a, ids_b = set(ga.nx.nodes), set(gb.nx.nodes)
+    try:
+        matched_raw = data.get("matched")
+        if not isinstance(matched_raw, list) or not all(isinstance(p, list) and len(p) == 2 for p in matched_raw):
+            raise schema.SchemaError("\"matched\" must be a list of [a_id, b_id] pairs.")
+        _ids([p[0] for p in matched_raw], "matched (A side)", ids_a)
+        _ids([p[1] for p in matched_raw], "matched (B side)", ids_b)
+        matched = [(p[0], p[1]) for p in matched_raw]
+        removed = _ids(data.get("removed"), "removed", ids_a)
+        added = _ids(data.get("added"), "added", ids_b)
+        in_a = [x for x, _ in matched] + removed
+        in_b = [y for _, y in matched] + added
+        if len(set(in_a)) != len(in_a) or set(in_a) != ids_a:
+            raise schema.SchemaError("every node of A must be either matched once or removed.")
+        if len(set(in_b)) != len(in_b) or set(in_b) != ids_b:
+            raise schema.SchemaError("every node of B must be either matched once or added.")
+        pairs = set(matched)
+        changed = []
+        for c in data.get("changed") or []:
+            if (not isinstance(c, list) or len(c) != 3 or not isinstance(c[2], list)
+                    or not all(isinstance(f, str) for f in c[2])):
+                raise schema.SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]]; got {c!r:.60}.")
+            if (c[0], c[1]) not in pairs:
+                raise schema.SchemaError(f"\"changed\" names the pair {c[:2]}, which is not in \"matched\".")
+            changed.append((c[0], c[1], c[2]))
+    except schema.SchemaError as exc:
+        raise fail(str(exc)) from None
+    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    equivalence, timing = summary.get("equivalence"), summary.get("timing")
+    if equivalence is not None and not isinstance(equivalence, dict):
+        raise fail("summary.equivalence must be an object or null.")
+    if timing is not None and not isinstance(timing, dict):
+        raise fail("summary.timing must be an object or null.")
+    return cls(ga, gb, labels=labels, matched=matched, changed=changed, removed=removed, added=added,
+               equivalence=equivalence, timing=timing)

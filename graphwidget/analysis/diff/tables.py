@@ -1,0 +1,121 @@
+"""The Changes tables of a diff: per op type (``by_op``) or per forward source line (``by_source``), the nodes added,
+removed and changed, and each side's count, times and bytes with the delta (B − A).
+
+A row exists when something in it differs: a node added, removed or changed, or a total that moved (bytes at all,
+times by the noise rule of :func:`graphwidget.analysis.diff.fields.times_differ`). Rows are sorted by the size of the
+gradient-bytes delta, then of the backward-time delta (what the Changes tab lists first).
+"""
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from ..._util.text import human_bytes
+from ...model._digraph import node_dicts
+from .fields import times_differ
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import Diff
+
+COST_KEYS = ("count", "bwd_ms", "fwd_ms", "grad_bytes", "saved_bytes")
+LEAF_KEY = "(leaf)"
+NO_SOURCE = "(no source)"
+
+
+def op_key(d: Dict[str, Any]) -> str:
+    return str(d.get("op") or "?")
+
+
+def source_key(d: Dict[str, Any]) -> str:
+    if d.get("source"):
+        return str(d["source"])
+    return LEAF_KEY if d.get("kind") == "leaf" else NO_SOURCE
+
+
+def _empty() -> Dict[str, Any]:
+    return {"count": 0, "bwd_ms": None, "fwd_ms": None, "grad_bytes": 0, "saved_bytes": 0}
+
+
+def _add(costs: Dict[str, Any], d: Dict[str, Any]) -> None:
+    costs["count"] += 1
+    costs["grad_bytes"] += d.get("grad_bytes") or 0
+    costs["saved_bytes"] += d.get("saved_bytes") or 0
+    for k in ("bwd_ms", "fwd_ms"):
+        v = d.get(k)
+        if v is not None:
+            costs[k] = (costs[k] or 0.0) + v
+
+
+def _delta(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: (None if a[k] is None or b[k] is None else b[k] - a[k]) for k in COST_KEYS}
+
+
+def rows(d: "Diff", key: Callable[[Dict[str, Any]], str]) -> "DiffTable":
+    """The rows of ``d`` grouped by ``key(node record)`` (see the module docstring)."""
+    na, nb = node_dicts(d.a.nx), node_dicts(d.b.nx)
+    table: Dict[str, Dict[str, Any]] = {}
+
+    def row(k: str) -> Dict[str, Any]:
+        r = table.get(k)
+        if r is None:
+            r = table[k] = {"key": k, "added": [], "removed": [], "changed": [], "a": _empty(), "b": _empty()}
+        return r
+
+    for i, rec in na.items():
+        _add(row(key(rec))["a"], rec)
+    for i, rec in nb.items():
+        _add(row(key(rec))["b"], rec)
+    for i in d.removed:
+        row(key(na[i]))["removed"].append(i)
+    for i in d.added:
+        row(key(nb[i]))["added"].append(i)
+    for a, b, _ in d.changed:
+        ka, kb = key(na[a]), key(nb[b])
+        row(ka)["changed"].append([a, b])
+        if kb != ka:
+            row(kb)["changed"].append([a, b])
+    out = DiffTable()
+    for r in table.values():
+        r["delta"] = _delta(r["a"], r["b"])
+        moved = (r["delta"]["grad_bytes"] or r["delta"]["saved_bytes"]
+                 or times_differ(r["a"]["bwd_ms"], r["b"]["bwd_ms"])
+                 or times_differ(r["a"]["fwd_ms"], r["b"]["fwd_ms"]))
+        if r["added"] or r["removed"] or r["changed"] or moved:
+            out.append(r)
+    out.sort(key=lambda r: (-abs(r["delta"]["grad_bytes"] or 0), -abs(r["delta"]["bwd_ms"] or 0.0), r["key"]))
+    return out
+
+
+class DiffTable(list):
+    """Rows of :meth:`Diff.by_op` / :meth:`Diff.by_source` (dicts in the diff format's ROW shape); prints as an
+    aligned text table and renders as HTML in notebooks."""
+
+    columns: Tuple[str, ...] = ("key", "A", "B", "grad bytes A -> B", "bwd ms A -> B", "added", "removed", "changed")
+
+    def _cells(self, r: Dict[str, Any]) -> List[str]:
+        a, b = r["a"], r["b"]
+        key = r["key"].replace("\\", "/").rsplit("/", 1)[-1]
+        return [key, str(a["count"]), str(b["count"]),
+                f"{human_bytes(a['grad_bytes'])} -> {human_bytes(b['grad_bytes'])}",
+                f"{_ms(a['bwd_ms'])} -> {_ms(b['bwd_ms'])}",
+                str(len(r["added"])), str(len(r["removed"])), str(len(r["changed"]))]
+
+    def __str__(self) -> str:
+        cells = [self._cells(r) for r in self]
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in self._cells(r)) + "</tr>"
+                       for r in self)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _ms(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:.3f}"

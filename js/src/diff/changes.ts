@@ -23,6 +23,8 @@ export function rowCells(r: ChangeRow): string[] {
 }
 
 const HEAD = ["", "added", "removed", "changed", "Δ grad", "Δ bwd", "Δ saved"];
+/** what the table's narrow header cells show (HEAD is the text form) */
+const SHORT = ["", "+", "−", "~", "Δ grad", "Δ bwd", "Δ saved"];
 const TITLES = ["", "nodes only in B", "nodes only in A", "matched nodes that differ", "gradient bytes written, B − A", "backward time, B − A", "saved bytes, B − A"];
 
 export class ChangesTable {
@@ -64,7 +66,7 @@ export class ChangesTable {
       if (r === this.selected) tr.classList.add("gw-sel");
       return tr;
     }));
-    const head = h("tr", {}, h("th", { text: by === "op" ? "op" : "source" }), ...HEAD.slice(1).map((x, k) => h("th", { class: "gw-num", text: x, title: TITLES[k + 1] })));
+    const head = h("tr", {}, h("th", { text: by === "op" ? "op" : "source" }), ...SHORT.slice(1).map((x, k) => h("th", { class: "gw-num", text: x, title: `${HEAD[k + 1]}: ${TITLES[k + 1]}` })));
     const note = rows.length > MAX_ROWS ? h("p", { class: "gw-note", text: `first ${MAX_ROWS} of ${rows.length} rows` }) : null;
     this.holder.replaceChildren(h("table", { class: "gw-grid gw-changestable" }, h("thead", {}, head), body), ...(note ? [note] : []));
   }

@@ -7,10 +7,9 @@ export function renderStatusLegend(d: DiffModel): HTMLElement {
   const c = d.counts;
   const item = (cls: string, badge: string, text: string) =>
     h("span", { class: "gw-st-item" }, h("span", { class: `gw-st-swatch ${cls}`, text: badge }), text);
-  return h("div", { class: "gw-legend-status", attrs: { "data-legend": "status" } },
-    item("gw-st-changed", "Δ", `changed ${formatCount(c.changed)}`),
-    item("gw-st-added", "+", `added ${formatCount(c.added)}`),
-    item("gw-st-removed", "−", `removed ${formatCount(c.removed)}`),
-    item("gw-st-unchanged", "", "unchanged: no mark"),
-    h("div", { class: "gw-legend-note", text: "dashed outline + number: a closed group holding that many" }));
+  return h("div", { class: "gw-legend-status", attrs: { "data-legend": "status" },
+    title: "Outline, stripe and badge: changed, added (only in B), removed (only in A); unchanged nodes are not marked. A closed group holding such nodes has a dashed outline and their number on its badge." },
+  item("gw-st-changed", "Δ", `changed ${formatCount(c.changed)}`),
+  item("gw-st-added", "+", `added ${formatCount(c.added)}`),
+  item("gw-st-removed", "−", `removed ${formatCount(c.removed)}`));
 }

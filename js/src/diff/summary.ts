@@ -66,7 +66,7 @@ export function renderSummary(el: HTMLElement, doc: DiffDoc): string {
     const bad = eq.tensors.filter((t) => t.allclose === false);
     const head = `NOT EQUIVALENT: ${lb} does not compute the same values as ${la}`;
     const details = bad.map((t) => `${t.name}: max abs diff ${sci(t.max_abs)}, max rel diff ${sci(t.max_rel)}` +
-      (t.shape_a || t.shape_b ? `, shape ${formatShape(t.shape_a)} vs ${formatShape(t.shape_b)}` : ""));
+      (formatShape(t.shape_a) !== formatShape(t.shape_b) ? `, shape ${formatShape(t.shape_a)} vs ${formatShape(t.shape_b)}` : ""));
     lines.push(head, ...details);
     parts.push(h("div", { class: "gw-diff-banner gw-bad", attrs: { role: "alert" } },
       h("strong", { text: head }), ...details.map((d) => h("div", { text: d }))));

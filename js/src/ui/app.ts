@@ -137,25 +137,37 @@ export class App {
     this.panes.forEach((p) => p.dispose());
     this.models = models;
     this.labels = specs.map((s) => s.label);
-    this.hiers = this.models.map((m) => new Hierarchy(m));
-    this.panes = this.models.map((m, k) => new GraphPane(this.main, m, this.hiers[k], {
-      select: (node, user) => this.onPaneSelect(k, node, user),
-      changed: () => this.onChanged(),
-      error: (err) => this.fail(err),
-      busy: () => this.setState("layout"),
-      recolour: () => this.recolour(),
-      describe: (item) => this.describeItem(k, item),
-    }, specs[k].label, this.workers.shift()));
+    this.hiers = [];
+    this.panes = [];
+    const docs = specs.map((s) => s.doc);
+    const hasGradBytes = docs.some((d) => d.nodes.some((n) => (n.grad_bytes ?? 0) > 0));
+    const metric = this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric
+      : defaultMetric(docs.some((d) => d.meta.timed), hasGradBytes);
+    this.metric = metric;
+    const drawn: Promise<void>[] = [];
+    for (let k = 0; k < models.length; k++) {
+      this.hiers.push(new Hierarchy(models[k]));
+      const pane = new GraphPane(this.main, models[k], this.hiers[k], {
+        select: (node, user) => this.onPaneSelect(k, node, user),
+        changed: () => this.onChanged(),
+        error: (err) => this.fail(err),
+        busy: () => this.setState("layout"),
+        recolour: () => this.recolour(),
+        describe: (item) => this.describeItem(k, item),
+      }, specs[k].label, this.workers.shift());
+      this.panes.push(pane);
+      pane.setMetric(metric);
+      drawn.push(pane.relayout());
+      // let this pane's view be built and sent to its worker before the next pane's groups are computed
+      await Promise.resolve();
+    }
     this.toolbar.title.textContent = title;
     this.toolbar.fillColours((m) => this.models.some((g) => g.nodes.some((n) => Number.isFinite(METRICS[m].value(n)))));
     this.toolbar.groupButtons.hidden = !this.hiers.some((x) => x.grouped);
     this.afterShow();
-    const docs = specs.map((s) => s.doc);
-    const hasGradBytes = docs.some((d) => d.nodes.some((n) => (n.grad_bytes ?? 0) > 0));
-    this.colourBy(this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric
-      : defaultMetric(docs.some((d) => d.meta.timed), hasGradBytes), false);
+    this.colourBy(metric, false);
     this.renderInspector();
-    await Promise.all(this.panes.map((p) => p.relayout()));
+    await Promise.all(drawn);
     if (this.error) throw new Error(this.error);
     this.timings.total = performance.now() - this.t0;
     this.resolveReady();

@@ -1,4 +1,5 @@
-"""``python -m graphwidget``: ``demo`` (the main job) and ``build-native`` (compile the capture core)."""
+"""``python -m graphwidget``: ``demo`` (the main job), ``compare`` (two implementations: same maths? what changed?
+which backward is faster?) and ``build-native`` (compile the capture core)."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +15,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     d = sub.add_parser("demo", help="run the demo on the built-in examples")
     d.add_argument("--out", type=Path, default=Path("out"), help="folder for the HTML viewers (default: out)")
     d.add_argument("--no-profile", action="store_true", help="skip timing (structure and sizes only)")
+    from .analysis.diff.command import add_parser as add_compare  # torch is imported only when it runs
+    add_compare(sub)
     b = sub.add_parser("build-native", help="compile the capture core for this torch (about a minute)")
     b.add_argument("--verbose", action="store_true", help="show the compiler's output")
     args = ap.parse_args(argv)
@@ -21,6 +24,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .examples.demo import run_demo
         run_demo(args.out, profile=not args.no_profile)
         return 0
+    if args.cmd == "compare":
+        from .analysis.diff.command import run as run_compare
+        return run_compare(args)
     if args.cmd == "build-native":
         from .capture import native
         try:

@@ -1,6 +1,11 @@
-"""The main job (`make demo` = `python -m graphwidget demo`) tells the seed story and writes offline viewers."""
+"""The main job (`make demo` = `python -m graphwidget demo`) tells the seed story with the diff of the seed pair, its
+words following its numbers, and writes offline viewers (out/demo.html is the diff)."""
 from __future__ import annotations
 
+import base64
+import gzip
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,21 +17,45 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_demo_tells_the_story_and_writes_viewers(tmp_path, capsys):
-    made = run_demo(tmp_path, profile=True)
+    made = run_demo(tmp_path, profile=True, repeat=4)
     out = capsys.readouterr().out
+    d = made["diff"]
     a, b = made["graphs"]["homography (repeat)"], made["graphs"]["homography (broadcast)"]
+    assert a is d.a and b is d.b
     sa, sb = a.summary(), b.summary()
     assert sa["nodes"] < sb["nodes"]                      # fewer nodes ...
     assert sa["grad_bytes"] > 3 * sb["grad_bytes"]        # ... far bigger gradients
-    assert sa["backward_ms"] > sb["backward_ms"]          # ... and a slower backward
-    assert "counts mislead" in out and "sizes tell" in out and "measured times tell the truth" in out
+    assert "counts mislead" in out and "sizes tell" in out
+    assert "same maths? outputs and gradients match" in out and d.equivalent is True
+    # the timing sentence is the one its interval calls for (no claim about which side is faster)
+    t = d.timing
+    assert t["runs"] == 4 and a.meta["timing"]["interleaved"]
+    line = next(ln for ln in out.splitlines() if ln.startswith("backward (median of 4 interleaved runs)"))
+    assert f"95% interval {t['low']:.2f}-{t['high']:.2f}" in line
+    if t["verdict"] == "no measurable difference":
+        assert "no measurable difference" in out and "faster" not in out and "truth" not in out
+    elif t["verdict"] == "B faster":
+        assert "broadcast is" in out and "faster  <- measured times tell the truth" in out
+        assert t["high"] < 1
+    else:
+        assert "slower here" in out and t["low"] > 1
+    assert "only in repeat: RepeatBackward0, UnsqueezeBackward0; only in broadcast: UnsqueezeBackward0 x12" in out
     names = {p.name for p in made["written"]}
-    assert {"homography_repeat.html", "homography_broadcast.html", "homography_repeat_report.html"} <= names
-    html = (tmp_path / "homography_repeat.html").read_text()
+    assert {"demo.html", "homography_repeat.html", "homography_broadcast.html", "homography_repeat_report.html",
+            "demo_diff.json"} <= names
+    html = (tmp_path / "demo.html").read_text()
     assert "<script src=" not in html and "https://" not in html.split("<script")[0]
-    # the JSON beside each viewer is the same graph
+    m = re.search(r'<script type="application/octet-stream" id="gw-graph-data" data-kind="diff" '
+                  r'data-encoding="gzip\+base64"[^>]*>([^<]*)</script>', html)
+    assert m, "demo.html carries the diff document"
+    doc = json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+    assert doc["format"] == "graphwidget-diff" and doc["labels"] == ["repeat", "broadcast"]
+    assert doc["summary"]["timing"]["runs"] == 4
+    # the JSON beside each viewer is the same graph; the diff JSON loads back as a Diff
     again = gw.load_json((tmp_path / "homography_repeat.json").read_text())
     assert again.summary()["nodes"] == sa["nodes"]
+    back = gw.load_json((tmp_path / "demo_diff.json").read_text())
+    assert back.matched == d.matched and back.timing == d.timing
 
 
 def test_demo_cli_runs(tmp_path):
@@ -34,6 +63,7 @@ def test_demo_cli_runs(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "homography (repeat): 49 nodes" in proc.stdout
-    assert (tmp_path / "homography_broadcast.html").is_file()
+    assert "backward (median" not in proc.stdout  # not timed: no timing sentence at all
+    assert (tmp_path / "homography_broadcast.html").is_file() and (tmp_path / "demo.html").is_file()
     bad = subprocess.run([sys.executable, "-m", "graphwidget"], cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode == 2 and "demo" in bad.stdout
+    assert bad.returncode == 2 and "demo" in bad.stdout and "compare" in bad.stdout

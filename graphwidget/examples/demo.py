@@ -1,18 +1,27 @@
 """The demo on the built-in examples: ``python -m graphwidget demo`` (what ``make demo`` runs).
 
-It tells the seed story end to end: the ``repeat`` and broadcast versions of the homography warp, their graphs
-(node counts mislead: the repeat version has fewer nodes), the sizes that tell the truth, measured backward times,
-and offline HTML viewers written to ``--out``.
+It tells the seed story end to end with :func:`graphwidget.compare`: the ``repeat`` and broadcast versions of the
+homography warp compute the same thing (checked: outputs and gradients), their graphs (node counts mislead: the repeat
+version has fewer nodes), the sizes that tell the truth, the backward times measured interleaved with their interval,
+and what the matching says changed. It writes ``out/demo.html`` (the two graphs side by side, offline) and the
+per-graph viewers and JSON.
+
+Its words follow its numbers: the timing sentence is chosen from the interval of the backward ratio, so a loaded
+machine that blurs the difference gets "no measurable difference", never a speed-up.
 """
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import homography as ex
 from .._util.text import human_bytes as _human_bytes
 from ..model.graph import GradGraph
+
+LABELS = ("repeat", "broadcast")
+TITLES = {"repeat": "homography (repeat)", "broadcast": "homography (broadcast)"}
 
 
 def _biggest_nodes(g: GradGraph, k: int = 3) -> List[str]:
@@ -40,7 +49,7 @@ def describe(name: str, g: GradGraph) -> str:
              f"gradients written in backward {_human_bytes(s['grad_bytes'])}"]
     top = ", ".join(f"{op} x{c}" for op, c in list(s["ops"].items())[:4])
     lines.append(f"    ops: {top}")
-    if "backward_ms" in s and s["backward_ms"] is not None:
+    if s.get("backward_ms") is not None:
         lines.append(f"    measured: forward {s['forward_ms']:.2f} ms, backward {s['backward_ms']:.2f} ms")
     lines.append("    largest tensors flowing:")
     lines += _biggest_nodes(g)
@@ -58,61 +67,85 @@ def _slowest_nodes(g: GradGraph, k: int = 3) -> List[str]:
             for ms, n, d in timed[:k]]
 
 
-def _graphs(profile: bool) -> Dict[str, GradGraph]:
-    from ..attribution import trace
-    graphs: Dict[str, GradGraph] = {}
-    for title, fn in (("homography (repeat)", ex.homography_repeat),
-                      ("homography (broadcast)", ex.homography_broadcast)):
-        inputs = ex.homography_inputs()
-        if profile:
-            try:
-                from ..profile import profile as run_profile
-            except ImportError:  # timing not available in this build
-                run_profile = None
-            if run_profile is not None:
-                graphs[title] = run_profile(fn, repeat=5, warmup=1, title=title, **inputs)
-                continue
-        graphs[title] = trace(fn, title=title, **inputs)
-    return graphs
+def timing_sentence(d: Any) -> Optional[str]:
+    """The backward line of the story, its words chosen by the interval of B/A (None when not timed)."""
+    t = d.timing
+    if not t:
+        return None
+    sa, sb = d.summary()["a"], d.summary()["b"]
+    la, lb = d.labels
+    nums = (f"backward (median of {t['runs']} interleaved runs): {la} {sa['backward_ms']:.2f} ms vs {lb} "
+            f"{sb['backward_ms']:.2f} ms; {lb}/{la} = {t['ratio']:.2f}, 95% interval {t['low']:.2f}-{t['high']:.2f}")
+    if t["verdict"] == "B faster":
+        return f"{nums}\n    -> {lb} is {1 / t['ratio']:.1f}x faster  <- measured times tell the truth"
+    if t["verdict"] == "B slower":
+        return (f"{nums}\n    -> {lb} measured {t['ratio']:.1f}x slower here: the interval says so, whatever the "
+                f"bytes suggest (check what else runs on this machine)")
+    return (f"{nums}\n    -> no measurable difference on this machine right now (the interval contains 1): the "
+            f"runs are too noisy to tell the two apart; the bytes above do not depend on load")
 
 
-def run_demo(out: Optional[Path], profile: bool = True) -> Dict[str, Any]:
-    """Run the demo; print the report; write HTML viewers into ``out`` (if given). Returns what it made."""
-    graphs = _graphs(profile)
+def _ops(g: GradGraph, ids: List[int]) -> str:
+    c = Counter(g.node(i)["op"] for i in ids)
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 15,
+             inputs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Run the demo; print the report; write ``demo.html`` (the diff) and the per-graph viewers into ``out`` (if
+    given). ``profile``: time both backwards, interleaved, over ``repeat`` rounds. ``inputs``: the homography inputs
+    (default :func:`~graphwidget.examples.homography_inputs`). Returns what it made."""
+    from ..analysis.diff.compare import compare
+    from ..analysis.diff.report import equivalence_text
+    inp = inputs if inputs is not None else ex.homography_inputs()
+    d = compare(ex.homography_repeat, ex.homography_broadcast, **inp, labels=LABELS, profile=profile, repeat=repeat)
+    a, b = d.a, d.b
+    graphs = {TITLES["repeat"]: a, TITLES["broadcast"]: b}
+    for g, label in ((a, "repeat"), (b, "broadcast")):
+        g.meta["title"] = TITLES[label]
     print("graphwidget demo: the slow-`repeat` backward from a user report\n")
     for title, g in graphs.items():
         print(describe(title, g))
         print()
-    a, b = graphs["homography (repeat)"], graphs["homography (broadcast)"]
-    sa, sb = a.summary(), b.summary()
+    s = d.summary()
+    sa, sb = s["a"], s["b"]
+    print(f"same maths? {equivalence_text(d)}")
     print(f"node counts: repeat {sa['nodes']} vs broadcast {sb['nodes']}  <- counts mislead")
     print(f"gradient bytes written in backward: repeat {_human_bytes(sa['grad_bytes'])} vs broadcast "
           f"{_human_bytes(sb['grad_bytes'])} (x{sa['grad_bytes'] / max(sb['grad_bytes'], 1):.1f})  <- sizes tell")
-    if sa.get("backward_ms") and sb.get("backward_ms"):
-        print(f"backward:    repeat {sa['backward_ms']:.2f} ms vs broadcast {sb['backward_ms']:.2f} ms "
-              f"(x{sa['backward_ms'] / sb['backward_ms']:.1f})  <- measured times tell the truth")
+    sentence = timing_sentence(d)
+    if sentence:
+        print(sentence)
+    print(f"\nmatched node to node: {len(d.matched)} pairs ({len(d.changed)} changed), only in repeat: "
+          f"{_ops(a, d.removed)}; only in broadcast: {_ops(b, d.added)}")
+    print("biggest changes by op type (gradient bytes written, repeat -> broadcast):")
+    for r in list(d.by_op())[:3]:
+        print(f"    {r['key']:<22} {_human_bytes(r['a']['grad_bytes']):>10} -> {_human_bytes(r['b']['grad_bytes']):>10}"
+              f"   ({r['a']['count']} -> {r['b']['count']} nodes)")
     written: List[Path] = []
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        try:
-            from ..views.export import export_html
-        except ImportError as exc:  # pragma: no cover - export is part of the package
-            print(f"(HTML export unavailable: {exc})")
-        else:
-            for title, g in graphs.items():
-                slug = title.split("(")[1].rstrip(")")
-                path = export_html(g, out / f"homography_{slug}.html", title=title)
-                written.append(Path(path))
-                print(f"wrote {path}  (open it in any browser, offline)")
-            if a.meta.get("timed"):
-                # Charts inline plotly.js (~4.8 MB), so only this one report carries them.
-                path = export_html(a, out / "homography_repeat_report.html", title="homography (repeat): report",
-                                   charts=[a.figure("time"), a.figure("memory")])
-                written.append(Path(path))
-                print(f"wrote {path}  (with plotly charts, also offline)")
+        from ..views.export import export_html
+        path = export_html(d, out / "demo.html", title="homography: repeat vs broadcast")
+        written.append(Path(path))
+        print(f"\nwrote {path}  (both graphs side by side, matched node to node; open it in any browser, offline)")
+        for title, g in graphs.items():
+            slug = title.split("(")[1].rstrip(")")
+            path = export_html(g, out / f"homography_{slug}.html", title=title)
+            written.append(Path(path))
+            print(f"wrote {path}")
+        if a.meta.get("timed"):
+            # Charts inline plotly.js (~4.8 MB), so only this one report carries them.
+            path = export_html(a, out / "homography_repeat_report.html", title="homography (repeat): report",
+                               charts=[a.figure("time"), a.figure("memory"), d.figure()])
+            written.append(Path(path))
+            print(f"wrote {path}  (with plotly charts, also offline)")
         for title, g in graphs.items():
             slug = title.split("(")[1].rstrip(")")
             p = out / f"homography_{slug}.json"
             p.write_text(g.to_json())
             written.append(p)
-    return {"graphs": graphs, "written": written}
+        p = out / "demo_diff.json"
+        p.write_text(d.to_json())
+        written.append(p)
+    return {"graphs": graphs, "diff": d, "written": written}

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from .._version import __version__
 from .assets import VIEWER_JS, read_bundle
+from .diff_payload import diff_payload, is_diff
 from .payload import graph_payload
 from .plotly_inline import figures_html
 
@@ -32,10 +33,17 @@ def _inline_script(js: str) -> str:
 def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[Iterable[str]] = None,
                 charts: Optional[Sequence[Any]] = None) -> str:
     """The HTML text :func:`export_html` writes."""
-    payload = graph_payload(obj, caller="export_html")
+    if is_diff(obj):  # two graphs side by side: the same viewer mounts its diff view on data-kind="diff"
+        dpayload = diff_payload(obj, caller="export_html")
+        kind, colour, gz = ' data-kind="diff"', dpayload.default_colour, dpayload.gzipped()
+        default_title = f"{dpayload.labels[0]} vs {dpayload.labels[1]}"
+    else:
+        payload = graph_payload(obj, caller="export_html")
+        kind, colour, gz = "", payload.default_colour, payload.gzipped()
+        default_title = payload.meta.get("title") or "autograd graph"
     viewer = read_bundle(VIEWER_JS)
-    data = base64.b64encode(payload.gzipped()).decode("ascii")
-    page_title = title if title is not None else (payload.meta.get("title") or "autograd graph")
+    data = base64.b64encode(gz).decode("ascii")
+    page_title = title if title is not None else default_title
     extras = list(extra_html or []) + figures_html(list(charts or []))
     csp = CSP if not charts else CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'unsafe-eval'")
     extra_block = (f'<section class="gw-extra">\n{chr(10).join(extras)}\n</section>\n' if extras else "")
@@ -53,8 +61,8 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
         "</head>\n<body>\n"
         '<div id="gw-root" class="graphwidget-root" data-gw-state="loading"></div>\n'
         "<noscript>This page needs JavaScript to draw the graph.</noscript>\n"
-        f'<script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" '
-        f'data-colour="{payload.default_colour}">{data}</script>\n'
+        f'<script type="application/octet-stream" id="gw-graph-data"{kind} data-encoding="gzip+base64" '
+        f'data-colour="{colour}">{data}</script>\n'
         f"{extra_block}"
         f"<script>{_inline_script(viewer)}</script>\n"
         "</body>\n</html>\n"
@@ -65,8 +73,9 @@ def export_html(obj: Any, path: Union[str, Path], *, title: Optional[str] = None
                 extra_html: Optional[Iterable[str]] = None, charts: Optional[Sequence[Any]] = None) -> Path:
     """Write a self-contained HTML viewer for ``obj`` to ``path`` and return the path.
 
-    ``obj``: a GradGraph (anything with ``.to_json()``), a dict in schema form, or its JSON string.
-    ``title``: the page title (default: the graph's ``meta.title``).
+    ``obj``: a GradGraph (anything with ``.to_json()``), a dict in schema form, or its JSON string; or a Diff
+    (``gw.diff`` / ``gw.compare``), its ``to_dict()`` or JSON, shown as the two graphs side by side.
+    ``title``: the page title (default: the graph's ``meta.title``; for a diff "A vs B" with its labels).
     ``extra_html``: trusted HTML fragments appended below the viewer (not escaped — do not pass graph strings).
     ``charts``: plotly figures (or HTML strings) appended below the viewer; plotly.js is inlined from the installed
     ``plotly`` package.

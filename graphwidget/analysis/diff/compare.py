@@ -27,7 +27,7 @@ from ...model.graph import GradGraph
 from .equivalence import check, describe, flatten
 from .result import Diff, build, check_labels
 
-__all__ = ["compare", "CompareError"]
+__all__ = ["compare", "CompareError", "StructureMismatch"]
 
 
 class CompareError(RuntimeError):
@@ -36,6 +36,10 @@ class CompareError(RuntimeError):
     def __init__(self, message: str, side: str) -> None:
         super().__init__(message)
         self.side = side
+
+
+class StructureMismatch(ValueError):
+    """The two functions return differently structured values (a tensor vs a tuple, other keys, ...)."""
 
 
 # -- inputs ---------------------------------------------------------------------------------------------------------
@@ -232,7 +236,7 @@ def _same_structure(ra: _Result, rb: _Result, la: str, lb: str) -> None:
     ka = [(p, isinstance(v, torch.Tensor)) for p, v in fa]
     kb = [(p, isinstance(v, torch.Tensor)) for p, v in fb]
     if ka != kb:
-        raise ValueError(f"graphwidget.compare: the two functions return different structures, so their outputs "
+        raise StructureMismatch(f"graphwidget.compare: the two functions return different structures, so their outputs "
                          f"cannot be compared: A ({la!r}) returned {describe(ra.out)}, B ({lb!r}) returned "
                          f"{describe(rb.out)}. Make both return the same kind of value (e.g. the loss tensor).")
 

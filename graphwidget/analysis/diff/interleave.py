@@ -114,7 +114,8 @@ def _measure(s: _Side, clock: Any, guard: GradGuard, gc_was: bool, keep: bool, g
                 "graphwidget.compare: a timed run built a different graph than the first run of the same function "
                 "(data-dependent branches or growing state); compare it with profile=False.")
         s.ref = run
-    elif run.types != s.ref.types or run.arity != s.ref.arity:
+    elif run.arity != s.ref.arity or [t.__name__ for t in run.types] != [t.__name__ for t in s.ref.types]:
+        # by op *names*: a torch.compile'd region makes a new backward class with the same name on every compile
         raise structure_error(len(s.runs) + 1, s.ref, run)
     if keep:
         layout = tuple(run.layout())

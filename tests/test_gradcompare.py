@@ -1,0 +1,200 @@
+"""``%gradcompare`` through IPython's own test shell, and ``python -m graphwidget compare`` in a subprocess, with real
+torch."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing.globalipapp import start_ipython
+
+import graphwidget as gw
+from graphwidget.views.gradcompare import split_words
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ip() -> Iterator[InteractiveShell]:
+    shell = start_ipython()
+    assert shell is not None
+    shell.run_line_magic("load_ext", "graphwidget")
+    yield shell
+
+
+@pytest.fixture()
+def ns(ip: InteractiveShell) -> Iterator[dict]:
+    saved = dict(ip.user_ns)
+    ip.run_cell("import torch, graphwidget as gw\n"
+                "inputs = gw.examples.homography_inputs(2, 8, 8)\n"
+                "x = torch.randn(5, 4, requires_grad=True)\n"
+                "w = torch.randn(4, requires_grad=True)\n"
+                "def loop(x, w):\n"
+                "    y = x[:, 0] * w[0]\n"
+                "    for i in range(1, x.shape[1]):\n"
+                "        y = y + x[:, i] * w[i]\n"
+                "    return y.sum()\n"
+                "def vec(x, w):\n"
+                "    return (x * w).sum()\n"
+                "def plus(x, w):\n"
+                "    return (x * w).sum() + 1\n"
+                "number = 3\n", store_history=False)
+    yield ip.user_ns
+    ip.user_ns.clear()
+    ip.user_ns.update(saved)
+
+
+def run(ip: InteractiveShell, line: str) -> Any:
+    return ip.run_line_magic("gradcompare", line)
+
+
+def test_registered_with_load_ext(ip: InteractiveShell) -> None:
+    assert "gradcompare" in ip.magics_manager.magics["line"]
+    assert "gradgraph" in ip.magics_manager.magics["line"]
+
+
+def test_compares_two_functions_on_positional_arguments(ip: InteractiveShell, ns: dict) -> None:
+    d = run(ip, "loop vec x w")
+    assert isinstance(d, gw.Diff)
+    assert d.labels == ("loop", "vec") and d.equivalent is True
+    assert {d.a.node(i)["tensor"]["name"] for i in d.a.nodes(op="AccumulateGrad")} == {"arg0", "arg1"}
+    assert d.b.nodes(op="SelectBackward0") == [] and len(d.a.nodes(op="SelectBackward0")) == 8
+    # the caller's tensors are untouched
+    assert ns["x"].grad is None and ns["w"].grad is None
+
+
+def test_keyword_and_unpacked_arguments_labels_profile_and_html(ip: InteractiveShell, ns: dict,
+                                                               tmp_path: Path) -> None:
+    page = tmp_path / "d.html"
+    d = run(ip, "gw.examples.homography_repeat gw.examples.homography_broadcast **inputs "
+                f"--labels repeat,broadcast --profile --repeat 3 --html {page}")
+    assert d.labels == ("repeat", "broadcast") and d.equivalent is True
+    assert d.timing["runs"] == 3 and d.a.meta["timed"] and d.b.meta["timed"]
+    assert 'data-kind="diff"' in page.read_text()
+    d2 = run(ip, "loop plus w=w x=x")  # keywords in any order
+    assert d2.equivalent is False  # "+ 1" changed the output
+    d3 = run(ip, "loop vec *[x, w]")
+    assert d3.matched == run(ip, "loop vec x w").matched
+
+
+def test_the_result_is_the_cell_value(ip: InteractiveShell, ns: dict) -> None:
+    res = ip.run_cell("d = %gradcompare loop vec x w\nd", store_history=False)
+    assert res.error_in_exec is None and isinstance(res.result, gw.Diff)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("", "needs two functions"),
+    ("loop", "needs two functions"),
+    ("loop nothere x w", "FN_B `nothere` is not defined"),
+    ("loop number x w", "FN_B `number` is int, not a function"),
+    ("loop vec x undefined_thing", "ARG `undefined_thing` is not defined"),
+    ("loop vec x w[", "unclosed bracket"),
+    ("loop vec x 1/0", "could not be evaluated (ZeroDivisionError"),
+    ("loop vec x w --labels onlyone", "--labels 'onlyone': write two names"),
+    ("loop vec x w --repeat many", "--repeat 'many': write a whole number"),
+    ("loop vec x w --color red", "unknown option --color"),
+    ("loop vec x w --labels", "--labels needs a value"),
+    ("loop vec **x", "** needs a dict"),
+    ("loop vec x.detach() w.detach()", "none of the tensor inputs requires grad"),
+    ("loop vec x w --profile --repeat 1", "repeat must be an integer >= 3"),
+])
+def test_usage_errors_say_what_to_write(ip: InteractiveShell, ns: dict, line: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        run(ip, line)
+    assert message in str(info.value)
+    assert "usage: %gradcompare" in str(info.value)
+
+
+def test_a_raising_side_propagates_with_its_side(ip: InteractiveShell, ns: dict) -> None:
+    ip.run_cell("def broken(x, w):\n    raise KeyError('oops')\n", store_history=False)
+    from graphwidget.analysis.diff.compare import CompareError
+    with pytest.raises(CompareError, match=r"side B \('broken'\) raised KeyError"):
+        run(ip, "loop broken x w")
+
+
+def test_split_words_keeps_expressions_whole() -> None:
+    assert split_words("f g torch.randn(2, 3) {'a': 1} 'x y' --labels a,b") == \
+        ["f", "g", "torch.randn(2, 3)", "{'a': 1}", "'x y'", "--labels", "a,b"]
+
+
+# -- the command line -------------------------------------------------------------------------------------------------
+MODULE = textwrap.dedent("""
+    import torch
+    import graphwidget as gw
+
+    def make_inputs():
+        return gw.examples.homography_inputs(2, 8, 8)
+
+    def shifted(img, homo, cx, cy, scale):          # a bug: not the same maths
+        return gw.examples.homography_broadcast(img, homo + 0.01, cx, cy, scale)
+
+    def as_tuple(img, homo, cx, cy, scale):
+        return (gw.examples.homography_broadcast(img, homo, cx, cy, scale),)
+
+    def explodes(img, homo, cx, cy, scale):
+        raise RuntimeError("boom")
+""")
+
+
+def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "cmpmod.py").write_text(MODULE)
+    return subprocess.run([sys.executable, "-m", "graphwidget", "compare", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_equivalent_rewrite_exits_0_and_writes_the_view(tmp_path: Path) -> None:
+    p = cli(tmp_path, "graphwidget.examples:homography_repeat", "graphwidget.examples:homography_broadcast",
+            "--inputs", "cmpmod:make_inputs", "--out", "diff.html", "--labels", "repeat,broadcast")
+    assert p.returncode == 0, p.stderr
+    assert "diff 'repeat' vs 'broadcast': 47 nodes matched" in p.stdout
+    assert "outputs and gradients match" in p.stdout
+    assert "2 only in repeat, 12 only in broadcast" in p.stdout
+    html = (tmp_path / "diff.html").read_text()
+    assert 'id="gw-graph-data" data-kind="diff" data-encoding="gzip+base64"' in html
+    assert "default-src 'none'" in html
+
+
+def test_cli_maths_change_exits_1_and_says_so(tmp_path: Path) -> None:
+    p = cli(tmp_path, "graphwidget.examples:homography_repeat", "cmpmod:shifted", "--inputs", "cmpmod:make_inputs")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.startswith("!! NOT EQUIVALENT")
+    assert "FAIL: shifted does not compute the same outputs and gradients" in p.stdout
+
+
+def test_cli_fail_if_slower_follows_the_interval(tmp_path: Path) -> None:
+    p = cli(tmp_path, "graphwidget.examples:homography_repeat", "graphwidget.examples:homography_broadcast",
+            "--inputs", "cmpmod:make_inputs", "--fail-if-slower", "1000", "--repeat", "3")
+    # no rewrite is 1000x slower beyond noise: the gate passes, and the report carries the interval
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "interleaved runs" in p.stdout and "ok: homography_broadcast's backward is not slower than 1000" in p.stdout
+    q = cli(tmp_path, "graphwidget.examples:homography_repeat", "graphwidget.examples:homography_broadcast",
+            "--inputs", "cmpmod:make_inputs", "--fail-if-slower", "0.001", "--repeat", "3")
+    # nothing runs in a thousandth of the time: B is "slower than 0.001 x A" beyond noise, so the gate fails
+    assert q.returncode == 1, q.stdout + q.stderr
+    assert "FAIL: homography_broadcast's backward is slower than 0.001" in q.stdout
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (("cmpmod:nope", "cmpmod:shifted", "--inputs", "cmpmod:make_inputs"), 2, "cmpmod has no 'nope'"),
+    (("missingmod:f", "cmpmod:shifted", "--inputs", "cmpmod:make_inputs"), 2, "cannot import missingmod"),
+    (("cmpmod", "cmpmod:shifted", "--inputs", "cmpmod:make_inputs"), 2, "write MODULE:NAME"),
+    (("cmpmod:make_inputs", "cmpmod:shifted"), 2, "the following arguments are required: --inputs"),
+    (("cmpmod:shifted", "cmpmod:shifted", "--inputs", "cmpmod:make_inputs", "--labels", "x"), 2,
+     "write two names separated by a comma"),
+    (("cmpmod:shifted", "cmpmod:shifted", "--inputs", "cmpmod:make_inputs", "--fail-if-slower", "-1"), 2,
+     "R is a ratio > 0"),
+    (("cmpmod:shifted", "cmpmod:explodes", "--inputs", "cmpmod:make_inputs"), 1,
+     "FAIL: graphwidget.compare: side B ('explodes') raised RuntimeError: boom"),
+    (("cmpmod:shifted", "cmpmod:as_tuple", "--inputs", "cmpmod:make_inputs"), 1, "different structures"),
+])
+def test_cli_errors(tmp_path: Path, args: tuple, code: int, message: str) -> None:
+    p = cli(tmp_path, *args)
+    assert p.returncode == code, p.stdout + p.stderr
+    assert message in p.stderr
+    assert p.stderr.count("Traceback") <= (1 if code == 1 and "raised" in message else 0)

@@ -41,6 +41,9 @@ describe("decoding", () => {
     expect(n.module).toBeNull();
     expect(n.outputs).toBeNull();
     expect(d.edges[0].shape).toBeNull();
+    expect(d.edges[0].also).toBeNull();
+    const also = [{ output: 0, slot: 1, shape: [2], dtype: "float32" }];
+    expect(normaliseGraph({ ...sample, edges: [{ source: 1, target: 0, also }] }).edges[0].also).toEqual(also);
     expect(() => normaliseGraph({ format: "other", nodes: [] })).toThrow(/not a graphwidget graph/);
     expect(() => normaliseGraph({ format: "graphwidget", version: 2, nodes: [] })).toThrow(/newer/);
   });

@@ -58,7 +58,7 @@ function strOrNull(v: unknown): string | null {
 
 /**
  * Checks the envelope and fills absent optional fields with null, so the views never test for undefined.
- * Unknown extra fields are kept (forward compatible within a version).
+ * Unknown extra fields are kept (forward compatible within a version). Node and edge records are filled in place.
  */
 export function normaliseGraph(raw: unknown): GraphDoc {
   if (!raw || typeof raw !== "object") throw new Error("graph JSON must be an object");

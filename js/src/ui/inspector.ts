@@ -98,8 +98,11 @@ function neighbours(model: GraphModel, node: number, act: InspectorActions): HTM
     h("li", {}, h("button", { class: "gw-link", text: `${model.nodes[other].op} #${model.nodes[other].id}`, attrs: { type: "button" }, on: { click: () => act.select(other) } }),
       ` ${slot}${shape ? formatShape(shape) : ""}${dtype ? ` ${dtype}` : ""}`);
   model.edges.forEach((e, k) => {
-    if (model.eDst[k] === node) ins.push(link(model.eSrc[k], e.shape, e.dtype, e.slot !== null ? `slot ${e.slot} · ` : ""));
-    if (model.eSrc[k] === node) outs.push(link(model.eDst[k], e.shape, e.dtype, e.output !== null ? `out ${e.output} · ` : ""));
+    // an edge record stands for one connection, plus those in `also` (x * x feeds slots 0 and 1 of the same node)
+    for (const c of [e, ...(e.also ?? [])]) {
+      if (model.eDst[k] === node) ins.push(link(model.eSrc[k], c.shape, c.dtype, c.slot !== null ? `slot ${c.slot} · ` : ""));
+      if (model.eSrc[k] === node) outs.push(link(model.eDst[k], c.shape, c.dtype, c.output !== null ? `out ${c.output} · ` : ""));
+    }
   });
   if (!ins.length && !outs.length) return null;
   const cap = (l: HTMLElement[]) => (l.length > 50 ? [...l.slice(0, 50), h("li", { text: `… ${l.length - 50} more` })] : l);

@@ -82,8 +82,9 @@ class Recorder:
                 continue
             seq = fn._sequence_nr()
             seqs.append(seq)
-            if t.layout is torch.strided:
-                outputs.setdefault(seq, {})[t.output_nr] = (list(t.stride()), t.is_contiguous())
+            if t.layout is torch.strided:  # shape/dtype/device: what torch < 2.5 hides from capture (fill_outputs)
+                outputs.setdefault(seq, {})[t.output_nr] = (list(t.stride()), t.is_contiguous(), t.shape, t.dtype,
+                                                            t.device)
         if lo is None:  # old torch: only the outputs' own nodes can be attributed
             if not seqs:
                 return out
@@ -163,6 +164,7 @@ class Recorder:
         node), the others get 0.0 — the op ran once."""
         attributed = 0
         last_of: Dict[int, Tuple[Call, int]] = {}  # id(call) -> (call, its newest node)
+        found: Dict[int, List[Any]] = {}  # node -> forward outputs, for nodes whose capture could not see them
         for n, d in graph.nx.nodes(data=True):
             call = self.call_for(d.get("seq"))
             if call is None:
@@ -174,6 +176,8 @@ class Recorder:
                 k = max(len(d.get("outputs") or ()), max(outs) + 1)
                 d["out_stride"] = [outs[i][0] if i in outs else None for i in range(k)]
                 d["out_contiguous"] = [outs[i][1] if i in outs else None for i in range(k)]
+                if d.get("outputs") is None:
+                    found[n] = [outs[i][2:] if i in outs else None for i in range(k)]
             if call.ms is not None:
                 d["fwd_ms"] = 0.0
                 prev = last_of.get(id(call))
@@ -181,6 +185,9 @@ class Recorder:
                     last_of[id(call)] = (call, n)
         for call, n in last_of.values():
             graph.nx.nodes[n]["fwd_ms"] = call.ms
+        if found:
+            from ..capture.records import fill_outputs
+            fill_outputs(graph, found)
         graph.meta["traced"] = True
         return attributed
 

@@ -162,6 +162,91 @@ def _itemsize(dtype: torch.dtype) -> int:
 _EMPTY: Tuple[()] = ()
 
 
+class MissingFactWarning(UserWarning):
+    """This torch does not expose a fact graphwidget records; the fields built from it are null (``outputs``) or
+    count only what is known (edge ``shape``, ``grad_bytes``). The warning names the fact, once per process."""
+
+
+#: Facts this torch lacks that a capture met: name -> what it costs (also shown by ``python -m graphwidget doctor``).
+_MISSING_SEEN: Dict[str, str] = {}
+_NO_INPUT_METADATA = (
+    "grad_fn._input_metadata (torch >= 2.5 has it; this is torch {v}): the shapes of the forward outputs. Without "
+    "it, non-leaf nodes' \"outputs\" are null, edges out of them have no shape/dtype and \"grad_bytes\" counts only "
+    "gradients flowing into leaves. gw.trace(...) and gw.profile(...) record these facts in the forward instead; "
+    "or upgrade torch")
+
+
+def missing_facts() -> Dict[str, str]:
+    """Facts this torch does not expose to the pure-Python engine, each with what it costs; ``{}`` on torch >= 2.5.
+
+    >>> from graphwidget.capture.records import missing_facts
+    >>> missing_facts()        # doctest: +SKIP
+    {}
+    """
+    probe = (torch.zeros(1, requires_grad=True) * 2).grad_fn  # no RNG use: asking must not change user results
+    if hasattr(probe, "_input_metadata"):
+        return {}
+    return {"_input_metadata": _NO_INPUT_METADATA.format(v=torch.__version__)}
+
+
+class _TensorMeta:
+    """A leaf's input metadata rebuilt from its variable: what ``AccumulateGrad._input_metadata`` holds."""
+
+    __slots__ = ("shape", "dtype", "device", "is_nested_tensor")
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.shape, self.dtype, self.device, self.is_nested_tensor = t.shape, t.dtype, t.device, t.is_nested
+
+
+def _metadata_without_binding(fn: Node) -> Optional[Sequence[Any]]:
+    """torch < 2.5 has no ``grad_fn._input_metadata``: a leaf's comes from its variable; any other node's outputs
+    are unknown (``None``), and the first such node warns (:class:`MissingFactWarning`)."""
+    if type(fn).__name__ == "AccumulateGrad":
+        try:
+            return (_TensorMeta(fn.variable),)
+        except (AttributeError, RuntimeError):
+            return _EMPTY
+    if "_input_metadata" not in _MISSING_SEEN:
+        _MISSING_SEEN["_input_metadata"] = msg = _NO_INPUT_METADATA.format(v=torch.__version__)
+        import warnings
+        warnings.warn(f"graphwidget: this torch does not expose {msg}.", MissingFactWarning, stacklevel=5)
+    return None
+
+
+def fill_outputs(graph: Any, found: Mapping[int, Sequence[Optional[Tuple[Sequence[int], torch.dtype, Any]]]]) -> int:
+    """Where a node's ``outputs`` are unknown (null: torch < 2.5), set them from what the forward recorded
+    (``found``: node -> per output ``(shape, dtype, device)`` or ``None``; ``gw.trace``/``gw.profile`` see every
+    output tensor), then the shape/dtype of the edges leaving those nodes and the ``grad_bytes`` of the nodes they
+    enter. Returns how many nodes were filled."""
+    g = graph.nx
+    filled = []
+    for n, outs in found.items():
+        d = g.nodes[n]
+        if d.get("outputs") is not None:
+            continue
+        d["outputs"] = [None if o is None else {"shape": list(o[0]), "dtype": dtype_name(o[1]),
+                                                "device": device_name(o[2])} for o in outs]
+        filled.append(n)
+    touched = set()
+    for u in filled:
+        outs = g.nodes[u]["outputs"]
+        for _, v, e in g.out_edges(u, data=True):
+            for item in [e, *(e.get("also") or ())]:
+                meta = outs[item["output"]] if item["output"] < len(outs) else None
+                if meta is not None and item.get("shape") is None:
+                    item["shape"], item["dtype"] = meta["shape"], meta["dtype"]
+                    touched.add(v)
+    for v in touched:  # grad_bytes as build_records computes it: one gradient per connection, its tensor's size
+        total = 0
+        for _, _, e in g.in_edges(v, data=True):
+            for item in [e, *(e.get("also") or ())]:
+                dtype = getattr(torch, str(item.get("dtype")), None)
+                if item.get("shape") is not None and isinstance(dtype, torch.dtype):
+                    total += _numel(tuple(item["shape"])) * _itemsize(dtype)
+        g.nodes[v]["grad_bytes"] = total
+    return len(filled)
+
+
 def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[str, Any]], List[Tuple[int, int, Dict[str, Any]]]]:
     """Node attribute dicts (``nodes[i]`` is node ``i``) and ``(u, v, edge attrs)`` triples for a walk.
 
@@ -184,9 +269,11 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
         outputs: List[Optional[Dict[str, Any]]] = []
         try:
             metas = fn._input_metadata
-        except (AttributeError, RuntimeError):
+        except AttributeError:  # torch < 2.5: no binding; a leaf's from its variable, others unknown (warned once)
+            metas = _metadata_without_binding(fn)
+        except RuntimeError:
             metas = _EMPTY
-        for m in metas:
+        for m in metas or _EMPTY:
             try:
                 key = (tuple(m.shape), m.dtype, m.device)
             except (RuntimeError, TypeError):  # nested tensors have no single shape
@@ -202,7 +289,7 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
         d = template_copy()
         d["op"] = info.op
         d["kind"] = kind = info.kind
-        d["outputs"] = outputs
+        d["outputs"] = outputs if metas is not None else None  # None: unknown, not "no outputs"
         if kind == "leaf":
             d["saved"], d["attrs"] = [], {}
             d["tensor"] = b.leaf(fn)
@@ -252,4 +339,6 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
             append((u, v, e))
         if total:
             nodes[v]["grad_bytes"] = total
+    from . import native  # this is the pure-Python engine: a first large capture says once that the core exists
+    native.note_python_capture(len(nodes))
     return nodes, edges

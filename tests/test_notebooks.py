@@ -128,3 +128,29 @@ def test_demo_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     assert "graphwidget: wrote select_loop.html" in text
     for name in ("homography_repeat.html", "select_loop.html"):
         assert (kernel_env / name).stat().st_size > 10_000
+
+
+def test_repeat_vs_broadcast_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
+    """notebooks/repeat_vs_broadcast.ipynb: capture -> profile -> compare -> export, committed without outputs."""
+    path = REPO / "notebooks" / "repeat_vs_broadcast.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    assert all(not c.get("outputs") and not c.get("execution_count") for c in nb.cells if c.cell_type == "code"), \
+        "commit the notebook without outputs (no stale numbers)"
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "one cell tagged 'parameters' (the sizes)"
+    params[0].source = "BATCH, HEIGHT, WIDTH = 2, 16, 16\nREPEAT = 3"
+    execute(nb, kernel_env)
+    assert_no_errors(nb)
+    assert len(widget_views(nb)) == 1  # the DiffWidget
+    state = widget_state(nb)[widget_views(nb)[0]]["state"]
+    assert state["_anywidget_id"].endswith("DiffWidget")
+    text = "\n".join(o.get("text", "") for c in nb.cells for o in outputs(c))
+    # selecting on A in Python selected the counterpart on B, and the front end's state has both
+    assert f"repeat #{state['selected_a']} <-> broadcast #{state['selected_b']}: changed fields" in text
+    assert "diff 'repeat' vs 'broadcast': 47 nodes matched" in text
+    assert "same maths: True" in text
+    assert "only in repeat:    ['RepeatBackward0', 'UnsqueezeBackward0']" in text
+    assert "wrote repeat_vs_broadcast.html" in text
+    assert (kernel_env / "repeat_vs_broadcast.html").stat().st_size > 10_000
+    html = [o["data"]["text/html"] for c in nb.cells for o in outputs(c) if "text/html" in o.get("data", {})]
+    assert any("SelectBackward0" in h for h in html)  # d.by_op() as a table

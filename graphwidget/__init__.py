@@ -19,7 +19,7 @@ from .model import GradGraph, SchemaError
 
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
-    "Diff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension",
+    "Diff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension", "advise",
 ]
 
 try:
@@ -47,6 +47,7 @@ _LAZY = {
     "diff": ("analysis.diff", "diff"),
     "compare": ("analysis.diff.compare", "compare"),
     "Diff": ("analysis.diff", "Diff"),
+    "advise": ("analysis.advisor", "advise"),
 }
 
 

@@ -149,6 +149,17 @@ class GradGraph:
         from ..analysis.tables import timing_table
         return timing_table(self, top=top, by=by, group=group, **kwargs)
 
+    def advise(self, rules: Optional[Sequence[str]] = None, min_share: Optional[float] = None) -> List[Any]:
+        """Known slow patterns in this graph, each tied to its source line, with the rewrite and the evidence, most
+        costly first; also stored in :attr:`findings` so they travel with the JSON. See
+        :func:`graphwidget.analysis.advisor.advise`.
+
+        >>> [str(f) for f in g.advise()]      # doctest: +SKIP
+        ['warning repeat-broadcast homography.py:54: `h = homo.unsqueeze(1).repeat(1, W * H, 1, 1)` ...']
+        """
+        from ..analysis.advisor import advise
+        return advise(self, rules=rules, min_share=min_share)
+
     def figure(self, kind: str = "time", **kwargs: Any) -> Any:
         """A plotly figure of timings (``"time"``, ``"op"``, ``"module"``, ``"pareto"``, ``"top"``) or saved memory
         (``"memory"``); see :func:`graphwidget.views.charts.figure`."""

@@ -6,8 +6,8 @@ capture (its record templates), the compiled core (``capture/_native/common.h``,
 
 Two documents share the module:
 
-* ``"format": "graphwidget"`` — one autograd graph (version :data:`VERSION`). Planned, optional and backward
-  compatible within version 1: a top-level ``"findings"`` list written by the advisor.
+* ``"format": "graphwidget"`` — one autograd graph (version :data:`VERSION`). Optional and backward
+  compatible within version 1: a top-level ``"findings"`` list written by the advisor (:data:`FINDING_KEYS`).
 * ``"format": "graphwidget-diff"`` — two graphs and how they match (version :data:`DIFF_VERSION`), written by
   :mod:`graphwidget.analysis.diff`; see ``docs/diff.md``.
 
@@ -41,6 +41,12 @@ LEAF_KEYS: Tuple[str, ...] = (
     "name",
 )
 KINDS = ("backward", "custom", "leaf")
+#: Keys of one advisor finding (the top-level ``"findings"`` list), in the order they are written
+#: (:class:`graphwidget.analysis.advisor.Finding`; docs/schema.md, "Findings").
+FINDING_KEYS: Tuple[str, ...] = (
+    "rule", "severity", "nodes", "source", "code", "module", "message", "suggestion", "evidence",
+)
+FINDING_SEVERITIES = ("warning", "info")
 
 #: How deep nested values (attrs, timing) may go before a file is refused: deeper means hostile or broken, and
 #: Python's own JSON reader would otherwise fail with a bare RecursionError.
@@ -232,7 +238,34 @@ def validate(doc: Any) -> Dict[str, Any]:
     if seen != len(ids):
         on_cycle = sorted(n for n, d in indeg.items() if d > 0)[:5]
         raise SchemaError(f"the edges form a cycle (through nodes {on_cycle}); an autograd graph is acyclic.")
+    if doc.get("findings") is not None:
+        validate_findings(doc["findings"], ids)
     return doc
+
+
+def validate_findings(findings: Any, ids: set) -> None:
+    """Check the advisor's ``"findings"`` list (the views render it as text; node ids must exist)."""
+    if not isinstance(findings, list):
+        raise SchemaError(f"\"findings\" must be a list of finding objects or null; got {type(findings).__name__}.")
+    for j, f in enumerate(findings):
+        at = f"findings[{j}]"
+        if not isinstance(f, dict):
+            raise SchemaError(f"{at} must be an object with keys {', '.join(FINDING_KEYS)}.")
+        for key in ("rule", "message"):
+            if not isinstance(f.get(key), str) or not f.get(key):
+                raise SchemaError(f"{at}: \"{key}\" is missing or not a string.")
+        if f.get("severity") not in FINDING_SEVERITIES:
+            raise SchemaError(f"{at}: \"severity\" must be one of {FINDING_SEVERITIES}; got {f.get('severity')!r:.40}.")
+        nodes = f.get("nodes")
+        if not isinstance(nodes, list) or not all(_is_int(n) for n in nodes):
+            raise SchemaError(f"{at}: \"nodes\" must be a list of node ids.")
+        missing = [n for n in nodes if n not in ids]
+        if missing:
+            raise SchemaError(f"{at} names node {missing[0]}, which is not in \"nodes\".")
+        for key in ("source", "code", "module", "suggestion"):
+            _check_opt(f.get(key), isinstance(f.get(key), str), f"{at}: \"{key}\"", "a string")
+        _check_opt(f.get("evidence"), isinstance(f.get("evidence"), dict), f"{at}: \"evidence\"", "an object")
+        _check_finite(f, at)
 
 
 def unknown_node_keys(nodes: List[Dict[str, Any]]) -> List[str]:

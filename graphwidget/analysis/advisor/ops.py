@@ -1,0 +1,144 @@
+"""What the rules know about autograd node types: which are element-wise, which index, which only reshape, which
+are heavy; and the small shape/dtype arithmetic they share. Torch-free: node types are matched by name."""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+
+_SUFFIX = re.compile(r"Backward\d*$")
+
+
+def stem(op: str) -> str:
+    """``"MulBackward0"`` -> ``"Mul"``; names without the suffix (custom Functions) are returned as they are."""
+    return _SUFFIX.sub("", op)
+
+
+# Element-wise ops with one tensor operand (the scalar variants of binary ops included: MulBackward1 is x * 2.0).
+UNARY = frozenset({
+    "Neg", "Exp", "Exp2", "Expm1", "Log", "Log2", "Log10", "Log1p", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
+    "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Sigmoid", "LogSigmoid", "Relu", "Gelu", "Silu", "Mish",
+    "Elu", "Celu", "Selu", "LeakyRelu", "Softplus", "Hardsigmoid", "Hardswish", "Hardtanh", "Abs", "Sgn", "Sign",
+    "Sqrt", "Rsqrt", "Reciprocal", "Erf", "Erfc", "Erfinv", "Trunc", "Floor", "Ceil", "Round", "Frac", "NanToNum",
+    "ToCopy", "Clone", "Threshold", "Logit", "Sinc", "Deg2Rad", "Rad2Deg",
+    "Square", "Pow",  # Pow: PowBackward0 is tensor ** scalar (PowBackward1, tensor ** tensor, is binary below)
+})
+# Variants that are element-wise with a scalar second operand (stem collides with the binary op).
+UNARY_VARIANTS = frozenset({"MulBackward1", "DivBackward1", "DivBackward3", "AddBackward1", "SubBackward1",
+                            "RsubBackward1", "PowBackward0", "ClampBackward1", "ClampMinBackward0",
+                            "ClampMaxBackward0", "RemainderBackward0", "FmodBackward0"})
+
+# Element-wise ops with several tensor operands that broadcast. The tuple names the operand in each
+# ``next_functions`` slot as the saved-tensor name autograd gives it (a slot without an edge did not require grad;
+# its shape is known only when the node saved it under that name).
+BINARY: Dict[str, Tuple[str, ...]] = {
+    "AddBackward0": ("self", "other"),
+    "SubBackward0": ("self", "other"),
+    "RsubBackward0": ("self", "other"),
+    "MulBackward0": ("self", "other"),
+    "DivBackward0": ("self", "other"),
+    "DivBackward2": ("self", "other"),
+    "PowBackward1": ("self", "exponent"),
+    "MaximumBackward0": ("self", "other"),
+    "MinimumBackward0": ("self", "other"),
+    "MaxBackward2": ("self", "other"),
+    "MinBackward2": ("self", "other"),
+    "Atan2Backward0": ("self", "other"),
+    "HypotBackward0": ("self", "other"),
+    "XlogyBackward0": ("self", "other"),
+    "CopysignBackward0": ("self", "other"),
+    "FmodBackward1": ("self", "other"),
+    "RemainderBackward1": ("self", "other"),
+    "WhereBackward0": ("self", "other"),
+    "LerpBackward0": ("self", "end"),
+    "LerpBackward1": ("self", "end", "weight"),
+    "AddcmulBackward0": ("self", "tensor1", "tensor2"),
+    "AddcdivBackward0": ("self", "tensor1", "tensor2"),
+}
+#: Saved tensors that are extra operands of a binary op without a ``next_functions`` slot (where's condition).
+EXTRA_OPERANDS: Dict[str, Tuple[str, ...]] = {"WhereBackward0": ("condition",)}
+#: Binary ops whose non-grad operands autograd never saves: an operand without an edge has an unknown shape.
+UNSAVED_OPERANDS = frozenset({"AddBackward0", "SubBackward0", "RsubBackward0", "WhereBackward0",
+                              "LerpBackward0", "LerpBackward1", "AddcmulBackward0", "AddcdivBackward0"})
+
+# Ops that pick part of one tensor: their backward writes a gradient of the whole input.
+INDEX = frozenset({"SelectBackward0", "SliceBackward0", "IndexBackward0", "SelectBackward1", "SliceBackward1"})
+# Ops that only re-describe their input (no arithmetic).
+VIEW = frozenset({"ViewBackward0", "ReshapeAliasBackward0", "UnsafeViewBackward0", "UnsqueezeBackward0",
+                  "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2", "PermuteBackward0",
+                  "TransposeBackward0", "TBackward0", "ExpandBackward0", "AliasBackward0", "AsStridedBackward0",
+                  "AsStridedBackward1", "UnfoldBackward0", "DiagonalBackward0", "NarrowBackward0"})
+SPLIT = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSizesBackward0", "ChunkBackward0"})
+REDUCE = frozenset({"SumBackward0", "SumBackward1", "MeanBackward0", "MeanBackward1", "ProdBackward0",
+                    "ProdBackward1", "AmaxBackward0", "AminBackward0", "MaxBackward0", "MaxBackward1",
+                    "MinBackward0", "MinBackward1", "NormBackward0", "NormBackward1"})
+COLLECT = frozenset({"StackBackward0", "CatBackward0"})
+#: Ops through which a loop accumulates its result without making iterations depend on each other.
+ACCUMULATE = frozenset({"AddBackward0", "SubBackward0", "AddBackward1", "SubBackward1", "StackBackward0",
+                        "CatBackward0"})
+#: Heavy ops whose speed depends on the memory layout of their operands (the memory-layout rule re-runs these).
+HEAVY = frozenset({"ConvolutionBackward0", "MmBackward0", "AddmmBackward0", "BmmBackward0"})
+
+_DTYPE_BYTES = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+    "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16, "complex32": 4, "uint16": 2, "uint32": 4, "uint64": 8,
+    "float8_e4m3fn": 1, "float8_e5m2": 1,
+}
+LOW_FLOATS = frozenset({"float32", "float16", "bfloat16"})
+
+
+def is_elementwise(op: str) -> bool:
+    """An op that maps elements to elements (with broadcasting between its operands)."""
+    return op in BINARY or op in UNARY_VARIANTS or stem(op) in UNARY
+
+
+def itemsize(dtype: Optional[str]) -> Optional[int]:
+    """Bytes per element of a dtype name (``"float32"`` -> 4); ``None`` when unknown."""
+    if not dtype:
+        return None
+    name = dtype[6:] if dtype.startswith("torch.") else dtype
+    return _DTYPE_BYTES.get(name)
+
+
+def numel(shape: Optional[Sequence[int]]) -> Optional[int]:
+    if shape is None:
+        return None
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def nbytes(shape: Optional[Sequence[int]], dtype: Optional[str]) -> Optional[int]:
+    """numel x element size, or ``None`` when either is unknown."""
+    n, size = numel(shape), itemsize(dtype)
+    return None if n is None or size is None else n * size
+
+
+def norm_dim(d: Any, ndim: int) -> Optional[int]:
+    """A dimension from a node's attrs as a position in ``range(ndim)``. Negative dims are stored as unsigned 64-bit
+    integers (``-1`` is ``2**64 - 1``); ``None`` for anything out of range."""
+    if not isinstance(d, int) or isinstance(d, bool):
+        return None
+    if d >= 2**63:
+        d -= 2**64
+    if d < 0:
+        d += ndim
+    return d if 0 <= d < ndim else None
+
+
+def norm_dims(ds: Any, ndim: int) -> Optional[List[int]]:
+    """:func:`norm_dim` over a dim or a list of dims; ``None`` when any is invalid."""
+    if isinstance(ds, int) and not isinstance(ds, bool):
+        ds = [ds]
+    if not isinstance(ds, list):
+        return None
+    out = [norm_dim(d, ndim) for d in ds]
+    return None if any(d is None for d in out) else out  # type: ignore[return-value]
+
+
+def shift(dims: Iterable[int], by: int) -> FrozenSet[int]:
+    return frozenset(d + by for d in dims)
+
+
+def fmt_shape(shape: Optional[Sequence[int]]) -> str:
+    return "(?)" if shape is None else "(" + ", ".join(str(s) for s in shape) + (",)" if len(shape) == 1 else ")")

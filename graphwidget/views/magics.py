@@ -17,7 +17,8 @@ Options go before the expression (``--`` ends them, for an expression that start
 ``--html PATH``     also write the self-contained HTML viewer to ``PATH``;
 ``--output NAME``   ``%%gradgraph`` only: capture the variable ``NAME`` the cell defines;
 ``--trace``         record where each node was created (``gw.trace`` semantics);
-``--module EXPR``   an ``nn.Module`` whose names label the leaf parameters (``fc1.weight``).
+``--module EXPR``   an ``nn.Module`` whose names label the leaf parameters (``fc1.weight``);
+``--advise``        run the advisor (``GradGraph.advise``) and print its findings under the widget.
 
 Misuse (no expression, unknown option, undefined ``--output`` name, a value that is not a tensor requiring grad)
 raises :class:`IPython.core.error.UsageError` with a message saying what to write instead.
@@ -39,8 +40,9 @@ from ..model.graph import GradGraph
 
 __all__ = ["GradGraphMagics", "register", "split_options"]
 
-_USAGE = ("usage: %gradgraph [--title TITLE] [--html PATH] [--trace] [--module EXPR] EXPR\n"
-          "       %%gradgraph [--title TITLE] [--html PATH] [--trace] [--module EXPR] [--output NAME]  (then the cell)")
+_USAGE = ("usage: %gradgraph [--title TITLE] [--html PATH] [--trace] [--module EXPR] [--advise] EXPR\n"
+          "       %%gradgraph [--title TITLE] [--html PATH] [--trace] [--module EXPR] [--advise] [--output NAME]"
+          "  (then the cell)")
 
 # An option token: "-o" / "--title" / "--title=..." (followed by space, "=" or the end). "-x.sum()" is not one.
 _OPTION = re.compile(r"(?:--[A-Za-z][\w-]*|-[A-Za-z])(?==|\s|$)")
@@ -174,6 +176,8 @@ class GradGraphMagics(Magics):
     @argument("-t", "--trace", action="store_true",
               help="Record where each node was created (source line, code, nn.Module path), like gw.trace.")
     @argument("-m", "--module", metavar="EXPR", help="An nn.Module whose parameter names label the leaves.")
+    @argument("-a", "--advise", action="store_true",
+              help="Run the advisor on the graph and print its findings under the widget (see GradGraph.advise).")
     @argument("expression", nargs="*",
               help="Line magic: the Python expression whose graph to capture (the rest of the line, after the "
                    "options; write `--` before an expression that starts with `-`).")
@@ -188,7 +192,8 @@ class GradGraphMagics(Magics):
         try:
             args = self.parser.parse_args(words)  # MagicArgumentParser: bad options raise UsageError
         except UsageError as exc:
-            raise _usage_error(f"%gradgraph: {exc}. Known options: --title, --html, --output, --trace, --module; "
+            raise _usage_error(f"%gradgraph: {exc}. Known options: --title, --html, --output, --trace, --module, "
+                               f"--advise; "
                                f"write `--` before an expression that starts with `-`.") from None
         ns: Dict[str, Any] = self.shell.user_ns
         module = self._module(args.module, ns)
@@ -326,7 +331,28 @@ class GradGraphMagics(Magics):
         if args.html:
             path = graph.export_html(args.html)
             print(f"graphwidget: wrote {path if path is not None else args.html}")
+        if getattr(args, "advise", False):
+            self._advise(graph)
         return graph
+
+    def _advise(self, graph: GradGraph) -> None:
+        """``--advise``: compute the findings now (they travel with the graph) and print them under the widget.
+
+        The widget is the cell's result, displayed when the cell's last line runs; text printed here would land
+        above it. So inside a cell the text is printed from IPython's ``post_execute`` event, after the result."""
+        from ..analysis.advisor import format_findings
+        findings = graph.advise()
+        title = graph.meta.get("title")
+        text = format_findings(findings, f"graphwidget advisor{f' ({title})' if title else ''}:")
+        shell = self.shell
+        if getattr(getattr(shell, "displayhook", None), "exec_result", None) is None:
+            print(text)  # not inside a running cell (run_line_magic from code): nothing to wait for
+            return
+
+        def show(*_: Any) -> None:
+            shell.events.unregister("post_execute", show)
+            print(text)
+        shell.events.register("post_execute", show)
 
 
 GradGraphMagics.parser = GradGraphMagics.gradgraph.parser  # type: ignore[attr-defined]

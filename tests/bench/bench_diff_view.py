@@ -4,12 +4,15 @@
 
 Debian's Chromium headless through Playwright, network refused (as the browser tests). The page is export-like:
 the diff document as gzip + base64 in a data-kind="diff" script, viewer.js inlined (tests/browser/diff_fixtures.py).
-Prints the median, min and max over fresh browser contexts, after one warm-up load per size, and the view's own
-timings (decode, layouts, total). Target: a pair of 10k-node graphs ready in ≤ 2 s. Nothing is asserted.
+Prints the first load in a fresh browser (cold: the bundle is compiled on the spot), then the median, min and max
+over fresh browser contexts of the same browser, the CPU time of the page's main thread and of its renderer process
+(main thread + layout workers; unlike wall time, these hardly change when other processes load the machine), the
+view's own timings (decode, layouts) and the load average while it ran. Target: a pair of 10k-node graphs ready in ≤ 2 s. Nothing is asserted.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -32,6 +35,8 @@ def load_once(browser: Any, path: Path) -> Dict[str, Any]:
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
     ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
     page = ctx.new_page()
+    cdp = ctx.new_cdp_session(page)
+    cdp.send("Performance.enable")
     t0 = time.perf_counter()
     page.goto(path.as_uri())
     page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=120_000)
@@ -39,6 +44,10 @@ def load_once(browser: Any, path: Path) -> Dict[str, Any]:
     info = page.evaluate(f"""async () => {{ const a = {API}; await a.ready;
         return {{ t: a.timings, shown: [a.nodeCount('a'), a.nodeCount('b')] }}; }}""")
     info["wall"] = wall
+    # CPU seconds spent by the page's main thread and by its renderer process (main thread + layout workers): on a
+    # shared machine the wall time grows with the load, these do not
+    m = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+    info["thread_cpu"], info["process_cpu"] = m.get("ThreadTime", float("nan")), m.get("ProcessTime", float("nan"))
     # one counterpart selection deep inside a group: select on A, B follows (opens its groups, centres)
     t1 = time.perf_counter()
     page.evaluate(f"async () => {{ const a = {API}; await a.select(a.graphNodeCount('a') - 1, 'a'); await a.idle(); }}")
@@ -57,22 +66,25 @@ def main() -> None:
         sys.exit("chromium is not installed")
     from playwright.sync_api import sync_playwright
     out = Path(tempfile.mkdtemp(prefix="gw-bench-diff-"))
-    print("| pair of | page | goto → ready median (min–max) | decode | layout A / B | select + follow |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("| pair of | page | first load (cold) | goto → ready median (min–max) | CPU main thread / renderer | decode | layout A / B | select + follow | load avg |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, headless=True, args=ARGS)
         for n in args.sizes:
             path = out / f"diff_{n}.html"
             path.write_text(dfx.diff_page(dfx.big_pair(n)), encoding="utf-8")
-            load_once(browser, path)  # warm-up: the first load in a fresh browser also compiles the bundle
+            browser = p.chromium.launch(executable_path=exe, headless=True, args=ARGS)
+            cold = load_once(browser, path)["wall"]  # a fresh browser: also compiles the bundle
             runs: List[Dict[str, Any]] = [load_once(browser, path) for _ in range(args.repeat)]
             walls = [r["wall"] for r in runs]
             last = runs[-1]
             t = last["t"]
-            print(f"| {n:,} | {path.stat().st_size / 1024:,.0f} KiB | {statistics.median(walls):.2f} s "
-                  f"({min(walls):.2f}–{max(walls):.2f}) | {t['decode']:.0f} ms | {t['layout_a']:.0f} / {t['layout_b']:.0f} ms "
-                  f"({t['algorithm']}) | {statistics.median(r['select'] for r in runs) * 1000:.0f} ms |")
-        browser.close()
+            browser.close()
+            cpu_t = statistics.median(r["thread_cpu"] for r in runs)
+            cpu_p = statistics.median(r["process_cpu"] for r in runs)
+            print(f"| {n:,} | {path.stat().st_size / 1024:,.0f} KiB | {cold:.2f} s | {statistics.median(walls):.2f} s "
+                  f"({min(walls):.2f}–{max(walls):.2f}) | {cpu_t:.2f} / {cpu_p:.2f} s | {t['decode']:.0f} ms | "
+                  f"{t['layout_a']:.0f} / {t['layout_b']:.0f} ms ({t['algorithm']}) | "
+                  f"{statistics.median(r['select'] for r in runs) * 1000:.0f} ms | {os.getloadavg()[0]:.1f} |")
     shutil.rmtree(out, ignore_errors=True)
 
 

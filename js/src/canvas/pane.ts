@@ -211,12 +211,13 @@ export class GraphPane {
 
   // ---- colour -------------------------------------------------------------------------------------------
 
-  /** Sets the metric's per-node values; the colours follow through recolour (the owner's shared scale). */
-  setMetric(metric: MetricName): void {
+  /** Sets the metric's per-node values; the colours follow through recolour (the owner's shared scale), unless the
+   * owner recolours itself once it has set every pane. */
+  setMetric(metric: MetricName, recolour = true): void {
     this.metric = metric;
     const def = METRICS[metric];
     for (let i = 0; i < this.model.n; i++) this.values[i] = def.value(this.model.nodes[i]);
-    this.recolour();
+    if (recolour) this.recolour();
   }
 
   private recolour(): void {

@@ -108,10 +108,13 @@ export function makeScale(metric: MetricName, values: ArrayLike<number>): Scale 
  * distribution (every op the same size) from outlining everything.
  */
 export function hotThreshold(values: ArrayLike<number>): number {
-  const vs: number[] = [];
-  for (let i = 0; i < values.length; i++) if (Number.isFinite(values[i]) && values[i] > 0) vs.push(values[i]);
-  if (vs.length === 0) return Infinity;
-  vs.sort((a, b) => a - b);
+  let n = 0;
+  for (let i = 0; i < values.length; i++) if (Number.isFinite(values[i]) && values[i] > 0) n++;
+  if (n === 0) return Infinity;
+  const vs = new Float64Array(n); // a typed array sorts numerically, without a comparator call per pair
+  n = 0;
+  for (let i = 0; i < values.length; i++) if (Number.isFinite(values[i]) && values[i] > 0) vs[n++] = values[i];
+  vs.sort();
   const max = vs[vs.length - 1];
   const median = vs[Math.floor((vs.length - 1) / 2)];
   const q95 = vs[Math.min(vs.length - 1, Math.floor(vs.length * 0.95))];

@@ -15,7 +15,7 @@ export function formatBytes(b: number | null | undefined): string {
 export function formatBytesLong(b: number | null | undefined): string {
   if (b === null || b === undefined || !Number.isFinite(b)) return "—";
   if (Math.abs(b) < 1024) return `${b} B`;
-  return `${formatBytes(b)} (${Math.round(b).toLocaleString("en-US")} B)`;
+  return `${formatBytes(b)} (${formatCount(Math.round(b))} B)`;
 }
 
 export function formatMs(ms: number | null | undefined): string {
@@ -78,6 +78,9 @@ export function formatValue(v: unknown, max = 200): string {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
+/** One formatter for all: `toLocaleString("en-US")` builds a new one per call (~0.1 ms, which adds up per group). */
+const COUNT = new Intl.NumberFormat("en-US");
+
 export function formatCount(n: number): string {
-  return n.toLocaleString("en-US");
+  return COUNT.format(n);
 }

@@ -156,7 +156,7 @@ export class App {
         describe: (item) => this.describeItem(k, item),
       }, specs[k].label, this.workers.shift());
       this.panes.push(pane);
-      pane.setMetric(metric);
+      pane.setMetric(metric, false);
       drawn.push(pane.relayout());
       // let this pane's view be built and sent to its worker before the next pane's groups are computed
       await Promise.resolve();
@@ -238,8 +238,9 @@ export class App {
   colourBy(metric: MetricName, user = false): void {
     this.metric = metric;
     this.toolbar.colourSelect.value = metric;
-    for (const p of this.panes) p.setMetric(metric);
-    if (!this.panes.length) this.drawLegend();
+    for (const p of this.panes) p.setMetric(metric, false);
+    if (this.panes.length) this.recolour();
+    else this.drawLegend();
     this.opts.onMetric?.(metric, user);
   }
 

@@ -145,7 +145,7 @@ class Diff:
             "removed": list(self.removed), "added": list(self.added),
             "summary": self.summary(),
             "changes": {"by_op": list(self.by_op()), "by_source": list(self.by_source())},
-            "findings": None,
+            "findings": _findings(self.a, self.b),
         }
 
     def to_json(self, indent: Optional[int] = None) -> str:
@@ -184,6 +184,21 @@ def _side(side: str) -> str:
     if side not in ("a", "b"):
         raise ValueError(f"side must be 'a' or 'b', not {side!r}.")
     return side
+
+
+def _findings(a: GradGraph, b: GradGraph) -> Optional[Dict[str, Any]]:
+    """The advisor's findings of both sides for the diff view: ``{"a", "b", "resolved"}``, or ``None`` when neither
+    graph was advised. A side never advised is ``None`` (not ``[]``: "not looked" is not "nothing found"), and
+    ``resolved`` (indices into ``a`` of the findings B no longer has) is only filled when both sides were advised,
+    so a B that was never advised does not make every finding of A look fixed."""
+    fa, fb = a.findings, b.findings
+    if not fa and not fb:
+        return None if fa is None and fb is None else {"a": fa, "b": fb, "resolved": []}
+    from ..advisor import resolved  # torch-free; imported here so the diff does not load the rules up front
+    gone: List[int] = []
+    if fa and fb is not None:
+        gone = [i for i, f in enumerate(fa) if resolved([f], fb)]
+    return {"a": fa, "b": fb, "resolved": gone}
 
 
 def _totals(g: GradGraph) -> Dict[str, Any]:

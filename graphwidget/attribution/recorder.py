@@ -7,11 +7,16 @@ How (public torch machinery, nothing left behind):
   (``torch._C._autograd._get_sequence_nr``, a counter read, ~0.04 µs) gives the exact range of node numbers that
   call created — including nodes that never surface as an output's ``grad_fn`` (``linear`` makes ``AddmmBackward0``
   *and* ``TBackward0``). Each node is later matched to its call by binary search on that range.
-* ``torch.autograd.Function.apply`` does not go through torch-function modes, so while tracing it is wrapped (and
-  restored in ``finally``) to record its range the same way: custom nodes get their own line.
+* ``torch.autograd.Function.apply`` does not go through torch-function modes, so while tracing it is wrapped to
+  record its range the same way: custom nodes get their own line.
 * Global module forward pre/post hooks keep a stack of the active ``nn.Module``s; names come from
   ``named_modules()`` of the outermost module, so paths read like ``encoder.layers.3.attn``.
 * The user frame is the first frame outside torch and graphwidget; its line text comes from ``linecache``.
+
+The mode, the ``apply`` wrapper and the module hooks are one :class:`~graphwidget.attribution.intercept.Interception`:
+per thread (another thread's ops are not recorded), shared process-wide patches reference-counted, invisible to
+torch.compile (a compiled region is one call, attributed to the line that called it), and :meth:`Recorder.close`
+is idempotent so that callers can close again in a ``finally`` — a KeyboardInterrupt at any point leaves nothing.
 """
 from __future__ import annotations
 
@@ -20,13 +25,13 @@ import linecache
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from ..capture.roots import flat_tensors
 from ..capture.seq import next_seq
 from ..model.graph import GradGraph
 from .frames import user_frame
-from .function_apply import patch_function_apply
+from .intercept import InterceptMode, Interception
+from .shared_patch import dynamo_skip
 
 class Call:
     """One intercepted torch call: the node sequence numbers it created and where it happened."""
@@ -39,6 +44,18 @@ class Call:
         self.source, self.code, self.module = source, code, module
         self.outputs = outputs     # seq -> output_nr -> (stride, contiguous)
         self.ms = ms               # forward time of the call (or the timer's stamps), when timed
+
+
+class _Returns:
+    """A callable (not a Python function: no line tracing) that returns what a call already returned."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
 
 
 class Recorder:
@@ -55,19 +72,38 @@ class Recorder:
         self._module_stack: List[str] = []
         self._module_names: Dict[int, str] = {}
         self.top_modules: List[torch.nn.Module] = []
-        self._handles: List[Any] = []
-        self._mode: Optional[_Mode] = None
-        self._restore_apply: Optional[Callable[[], None]] = None
-        self._first_seq: Optional[int] = None
+        self._los: List[int] = []
+        self._outer: List[Call] = []
+        self._intercept = Interception(InterceptMode(handle=self.run), self._around,
+                                       (self._pre_hook, self._post_hook), (self._region_start, self._region_end))
 
     # -- bookkeeping used by the mode and the apply wrapper ---------------------------------------------------------
-    def run(self, func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if next_seq is None:
-            lo = None
-        else:
-            lo = next_seq()
+    @dynamo_skip
+    def _around(self, apply: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        return self.run(apply, args, kwargs)
+
+    @dynamo_skip
+    def _region_start(self) -> Tuple[Optional[int], Any]:
+        # A torch.compile'd module's whole call (see Interception): one call, attributed to the line that made it.
+        return (next_seq() if next_seq is not None else None), (self._timer[0]() if self._timer else None)
+
+    @dynamo_skip
+    def _region_end(self, start: Tuple[Optional[int], Any], output: Any) -> None:
+        self.run(_Returns(output), (), {}, start=start)
+
+    @dynamo_skip
+    def run(self, func: Callable[..., Any], args: Sequence[Any], kwargs: Optional[Mapping[str, Any]],
+            start: Optional[Tuple[Optional[int], Any]] = None) -> Any:
+        """Call ``func`` and record the nodes it made (``start``: the counter and timer token read earlier, for a
+        call that already ran)."""
+        if kwargs is None:
+            kwargs = {}
         timer = self._timer
-        token = timer[0]() if timer else None
+        if start is not None:
+            lo, token = start
+        else:
+            lo = next_seq() if next_seq is not None else None
+            token = timer[0]() if timer else None
         out = func(*args, **kwargs)
         ms = timer[1](token) if timer else None
         if lo is not None:
@@ -106,12 +142,13 @@ class Recorder:
             return None
         i = bisect.bisect_right(self._los, seq) - 1
         if i >= 0:
-            c = self.calls[i]
+            c = self._outer[i]
             if c.lo <= seq < c.hi:
                 return c
         return None
 
     # -- module stack ---------------------------------------------------------------------------------------------
+    @dynamo_skip
     def _pre_hook(self, module: torch.nn.Module, args: Any) -> None:
         name = self._module_names.get(id(module))
         if name is None:
@@ -125,37 +162,37 @@ class Recorder:
                 name = f"{self._module_stack[-1]}.<{type(module).__name__}>".lstrip(".")
         self._module_stack.append(name)
 
+    @dynamo_skip
     def _post_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if self._module_stack:
             self._module_stack.pop()
 
     # -- enter / exit ---------------------------------------------------------------------------------------------
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` inside the ``with`` block; a compiled ``fn`` (``torch.compile(function)``,
+        ``module.compile()``) runs as compiled, as one call (see :meth:`Interception.call`)."""
+        return self._intercept.call(fn, *args, **kwargs)
+
     def __enter__(self) -> "Recorder":
-        from torch.nn.modules import module as nn_module
-        self._handles.append(nn_module.register_module_forward_pre_hook(self._pre_hook))
-        try:
-            self._handles.append(nn_module.register_module_forward_hook(self._post_hook, always_call=True))
-        except TypeError:  # pragma: no cover - torch < 2.0 has no always_call
-            self._handles.append(nn_module.register_module_forward_hook(self._post_hook))
-        self._restore_apply = patch_function_apply(self.run)
-        self._mode = _Mode(self)
-        self._mode.__enter__()
+        self._intercept.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            if self._mode is not None:
-                self._mode.__exit__(*exc)
-        finally:
-            if self._restore_apply is not None:
-                self._restore_apply()
-                self._restore_apply = None
-            for h in self._handles:
-                h.remove()
-            self._handles.clear()
-            self._module_stack.clear()
-            self._mode = None
-        self._los = [c.lo for c in self.calls]
+        self.close()
+
+    def close(self) -> None:
+        """Stop recording: our mode off this thread's stack, shared patches released. Idempotent: call it again
+        in a ``finally`` around the ``with`` block, so that an interrupt inside ``__exit__`` leaves nothing behind."""
+        self._intercept.stop()
+        self._module_stack.clear()
+        # Outermost calls only, sorted: a call made inside another (a Function.apply inside a torch call, a compiled
+        # region's apply inside the compiled module's call) belongs to the outer one, as in the profile's call_map.
+        outer: List[Call] = []
+        for c in sorted(self.calls, key=lambda c: (c.lo, -c.hi)):
+            if not outer or c.lo >= outer[-1].hi:
+                outer.append(c)
+        self._outer = outer
+        self._los = [c.lo for c in outer]
 
     # -- annotate a captured graph ---------------------------------------------------------------------------------
     def annotate(self, graph: GradGraph) -> int:
@@ -190,14 +227,3 @@ class Recorder:
             fill_outputs(graph, found)
         graph.meta["traced"] = True
         return attributed
-
-
-class _Mode(TorchFunctionMode):
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__()
-        self.recorder = recorder
-
-    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
-        return self.recorder.run(func, args, kwargs or {})
-
-

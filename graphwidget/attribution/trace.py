@@ -1,6 +1,7 @@
 """``trace``: run a function and capture its output's graph with every node attributed."""
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable, Optional
 
 import torch
@@ -27,6 +28,14 @@ def trace(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] 
         raise TypeError(f"graphwidget.trace expects a callable (a function or nn.Module) as its first argument; "
                         f"got {type(fn).__name__}. To capture a tensor you already have, use gw.capture(tensor).")
     rec = Recorder()
-    with rec:
-        out = fn(*args, **kwargs)
-    return attributed_capture(rec, out, fn=fn, module=module, title=title, who="graphwidget.trace")
+    gc_was = gc.isenabled()
+    try:
+        try:
+            with rec:
+                out = rec.call(fn, *args, **kwargs)
+        finally:
+            rec.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
+        return attributed_capture(rec, out, fn=fn, module=module, title=title, who="graphwidget.trace")
+    finally:
+        if gc_was:  # the capture pauses the collector; an interrupt can skip the end of that pause
+            gc.enable()

@@ -8,7 +8,7 @@ and ``tests/bench/bench_timing.py``.
 """
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import nullcontext
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
@@ -20,7 +20,7 @@ from ..capture.roots import root_nodes
 from ..capture.seq import NO_SEQ
 from ..model.graph import GradGraph
 from .grads import Grads
-from .hooks import Run, call_map, instrument
+from .hooks import Run, call_map, instrument, same_structure
 from .runner import guess_device, select_roots, structure_error
 
 _EVAL = "autograd::engine::evaluate_function: "
@@ -41,15 +41,19 @@ def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     graph = None
     with torch_profile(activities=acts) as prof:
-        with ExitStack() as st:
-            rec = st.enter_context(Recorder()) if attribute else None
-            out = fn(*args, **kwargs)
+        rec = Recorder() if attribute else None
+        try:
+            with rec if rec is not None else nullcontext():
+                out = rec.call(fn, *args, **kwargs) if rec is not None else fn(*args, **kwargs)
+        finally:
+            if rec is not None:
+                rec.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
         roots = select_roots(out)
         if rec is not None:
             graph = attributed_capture(rec, out, fn=fn, module=module, title=title, roots=roots,
                                        who="graphwidget.profile")
         run = instrument(root_nodes(roots), None)
-        if ref is not None and (run.types != ref.types or run.arity != ref.arity):
+        if ref is not None and not same_structure(ref, run):
             raise structure_error("(torch.profiler)", ref, run)
         if grads is not None:
             grads.before_backward(run.leaves)

@@ -20,7 +20,10 @@ class Grads:
             v.grad = None
 
     def finish(self, ok: bool) -> None:
-        for v, orig in self.saved.values():
+        """Restore each leaf's ``.grad`` (plus one run's gradient when ``ok``). Each leaf is taken off the list as it
+        is handled, so a second call (after an interrupt) never adds a gradient twice."""
+        while self.saved:
+            v, orig = self.saved.popitem()[1]
             new = v.grad
             if orig is None:
                 if not ok:
@@ -28,6 +31,6 @@ class Grads:
                 continue
             v.grad = orig
             if ok and new is not None:
-                with torch.no_grad():
-                    orig += new
-        self.saved.clear()
+                # In place, as AccumulateGrad does, without recording it: detach() rather than a no_grad() block,
+                # whose exit an interrupt could skip (leaving grad mode off for the rest of the thread).
+                orig.detach().add_(new)

@@ -9,11 +9,11 @@ import bisect
 import functools
 import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from ..attribution.shared_patch import SharedPatch, dynamo_compiling, local
 from ..capture import native
 from ..capture._deep_free import make_deep_free_safe
 from ..capture.seq import NO_SEQ
@@ -29,34 +29,81 @@ class _Hooks(dict):
     __slots__ = ("__weakref__",)
 
 
-@contextmanager
-def lean_hook_registration(new: List[Any], shared: List[Any]) -> Iterator[None]:
-    """While active, ``Node.register_prehook``/``register_hook`` put the hook in a fresh :class:`_Hooks` dict (listed
-    in ``new``, cleared on removal) or, when the node already has user hooks, in theirs under our own key (listed in
-    ``shared``), and return ``None`` instead of a ``RemovableHandle``. torch looks this helper up on
-    ``torch.autograd.Function`` at every registration; if a future torch stops doing so, registration takes the
-    public path and returns real handles, which :func:`instrument` keeps and removes instead."""
-    cls = torch.autograd.Function
-    old = cls.__dict__.get("_register_hook")  # normally inherited from _HookMixin, i.e. None here
-    add_new, add_shared = new.append, shared.append
+def _lean_register(hooks: Any, hook: Any) -> Tuple[Any, Any]:
+    lean = getattr(local, "lean", None)
+    if lean is None or dynamo_compiling():  # another thread, or not registering ours: torch's own helper
+        return _saved_register[1](hooks, hook)
+    if hooks is None:
+        hooks = _Hooks()
+        lean[0](hooks)
+    else:
+        lean[1](hooks)
+    hooks[_KEY] = hook
+    return hooks, None
 
-    def register(hooks: Any, hook: Any) -> Tuple[Any, None]:
-        if hooks is None:
-            hooks = _Hooks()
-            add_new(hooks)
-        else:
-            add_shared(hooks)
-        hooks[_KEY] = hook
-        return hooks, None
 
-    cls._register_hook = staticmethod(register)  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        if old is None:
-            del cls._register_hook  # type: ignore[attr-defined]
+_LEAN = staticmethod(_lean_register)
+_Function = torch.autograd.Function
+#: (what ``Function.__dict__`` held under ``_register_hook`` before we installed, normally nothing; the helper
+#: other threads' registrations go to). Saved before the swap, so an interrupt in between leaves nothing to undo.
+_saved_register: List[Any] = [None, _Function._register_hook]
+
+
+def _install_lean() -> None:
+    current = _Function.__dict__.get("_register_hook")
+    if current is _LEAN:
+        return
+    _saved_register[0] = current
+    _saved_register[1] = _Function._register_hook
+    _Function._register_hook = _LEAN  # type: ignore[attr-defined]
+
+
+def _uninstall_lean() -> None:
+    if _Function.__dict__.get("_register_hook") is _LEAN:
+        if _saved_register[0] is None:
+            del _Function._register_hook  # type: ignore[attr-defined]
         else:
-            cls._register_hook = old  # type: ignore[attr-defined]
+            _Function._register_hook = _saved_register[0]  # type: ignore[attr-defined]
+
+
+LEAN_REGISTRATION = SharedPatch("torch.autograd.Function._register_hook", _install_lean, _uninstall_lean)
+
+
+class LeanRegistration:
+    """While entered (in this thread), ``Node.register_prehook``/``register_hook`` put the hook in a fresh
+    :class:`_Hooks` dict (listed in ``new``, cleared on removal) or, when the node already has user hooks, in theirs
+    under our own key (listed in ``shared``), and return ``None`` instead of a ``RemovableHandle``. torch looks this
+    helper up on ``torch.autograd.Function`` at every registration; if a future torch stops doing so, registration
+    takes the public path and returns real handles, which :func:`instrument` keeps and removes instead.
+
+    The swap is process-wide but reference-counted (:class:`~graphwidget.attribution.shared_patch.SharedPatch`)
+    and per thread: registrations from other threads (the user's own hooks) get torch's helper and real handles.
+    :meth:`close` is idempotent."""
+
+    def __init__(self, new: List[Any], shared: List[Any]) -> None:
+        self._lean = (new.append, shared.append)
+
+    def __enter__(self) -> "LeanRegistration":
+        try:
+            local.lean = self._lean
+            LEAN_REGISTRATION.acquire(self)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if getattr(local, "lean", None) is self._lean:
+            local.lean = None
+        LEAN_REGISTRATION.release(self)
+
+
+def lean_hook_registration(new: List[Any], shared: List[Any]) -> LeanRegistration:
+    """See :class:`LeanRegistration`."""
+    return LeanRegistration(new, shared)
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,37 +170,40 @@ class Run:
         return [s if s < NO_SEQ else None for s in (fn._sequence_nr() for fn in self.order)]
 
 
-def _instrument_native(roots: Sequence[Any], hook: bool) -> Optional[Run]:
-    """The compiled core's walk + C++ hooks (graphwidget/_native/hooks.cpp), or None when it is not built or the
-    roots are something it does not handle. Its stamps are CLOCK_MONOTONIC ns, i.e. ``time.perf_counter_ns`` on
-    Linux, so only CPU-clock runs on Linux use it."""
+def _instrument_native(roots: Sequence[Any], hook: bool, run: Run) -> bool:
+    """The compiled core's walk + C++ hooks (graphwidget/_native/hooks.cpp) into ``run``; False when it is not built
+    or the roots are something it does not handle. Its stamps are CLOCK_MONOTONIC ns, i.e. ``time.perf_counter_ns``
+    on Linux, so only CPU-clock runs on Linux use it. (Its hooks go when the handle is removed or freed.)"""
     mod = native.load()
     if mod is None or sys.platform != "linux":
-        return None
+        return False
     try:
-        h = mod.instrument(list(roots), hook)
+        run.native = mod.instrument(list(roots), hook)
     except mod.Unsupported:
-        return None
-    run = Run()
-    run.native = h
+        return False
+    h = run.native
     run.n = h.n
     run.types, run.arity, run.leaves = h.types, h.arity, h.leaves
     make_deep_free_safe(h.wrapped + len(roots))  # only wrapped nodes recurse when freed (deep_free.py)
-    return run
+    return True
 
 
-def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
+def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]], run: Optional[Run] = None) -> Run:
     """Walk the graph in capture's order (depth-first pre-order, ``next_functions`` in order) and, when ``stamp`` is
     given, hook every node on the way.
 
     With the compiled core and the CPU clock (``time.perf_counter_ns``), C++ does both and its hooks never enter
-    Python. Otherwise: the capture's walk, then one pass that registers closures that only store a stamp."""
+    Python. Otherwise: the capture's walk, then one pass that registers closures that only store a stamp.
+
+    Pass an empty ``run`` made *before* the ``try`` whose ``finally`` calls ``run.remove_hooks()``: every hook is
+    known to it from the moment it is registered, so an interrupt at any point (even between this function
+    returning and the caller's next line) leaves no hook behind."""
+    if run is None:
+        run = Run()
     if stamp is None or stamp is time.perf_counter_ns:
-        fast = _instrument_native(roots, stamp is not None)
-        if fast is not None:
-            return fast
+        if _instrument_native(roots, stamp is not None, run):
+            return run
     w = walk(roots)  # the capture's own walk: same order, hence the same ids
-    run = Run()
     order = run.order = w.order
     n = run.n = len(order)
     run.arity = [len(nxt) for nxt in w.nexts]
@@ -167,25 +217,46 @@ def instrument(roots: Sequence[Any], stamp: Optional[Callable[[], Any]]) -> Run:
     starts.extend([None] * n)
     ends.extend([None] * n)
     add_handle = run.handles.append
+    lean = LeanRegistration(run.new, run.shared)
     try:
-        with lean_hook_registration(run.new, run.shared):
-            for i, fn in enumerate(order):
-                def pre(grad_outputs: Any, i: int = i) -> None:
-                    starts[i] = stamp()
+        try:
+            with lean:
+                for i, fn in enumerate(order):
+                    def pre(grad_outputs: Any, i: int = i) -> None:
+                        starts[i] = stamp()
 
-                def post(grad_inputs: Any, grad_outputs: Any, i: int = i) -> None:
-                    ends[i] = stamp()
+                    def post(grad_inputs: Any, grad_outputs: Any, i: int = i) -> None:
+                        ends[i] = stamp()
 
-                h = fn.register_prehook(pre)
-                if h is not None:  # the public path was taken: keep the handle to remove it
-                    add_handle(h)
-                h = fn.register_hook(post)
-                if h is not None:
-                    add_handle(h)
+                    h = fn.register_prehook(pre)
+                    if h is not None:  # the public path was taken: keep the handle to remove it
+                        add_handle(h)
+                    h = fn.register_hook(post)
+                    if h is not None:
+                        add_handle(h)
+        finally:
+            lean.close()  # again (idempotent): in case an interrupt hit the with block's exit
     except BaseException:  # KeyboardInterrupt mid-registration included: leave no hook behind
         run.remove_hooks()
         raise
     return run
+
+
+def same_structure(a: Run, b: Run) -> bool:
+    """Do two runs have the same nodes (op type *names*, in order) with the same number of inputs? Names, not type
+    objects: each torch.compile'd region makes its own ``CompiledFunctionBackward`` class, and a frame compiled
+    again (as under our torch-function mode) makes another one with the same name and meaning."""
+    if a.arity != b.arity or len(a.types) != len(b.types):
+        return False
+    return all(x is y or x.__name__ == y.__name__ for x, y in zip(a.types, b.types))
+
+
+def first_difference(a: Run, b: Run) -> int:
+    """Index of the first node where :func:`same_structure` fails (the shorter length when one is a prefix)."""
+    for j, (x, y, m, n) in enumerate(zip(a.types, b.types, a.arity, b.arity)):
+        if (x is not y and x.__name__ != y.__name__) or m != n:
+            return j
+    return min(len(a.types), len(b.types))
 
 
 def call_map(seqs: Sequence[Optional[int]], calls: Sequence[Tuple[int, int, Any, Any]]) -> List[int]:

@@ -23,13 +23,35 @@ import torch
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture, no_graph_error
 from ..attribution.recorder import Recorder
+from ..attribution.shared_patch import SharedPatch
 from ..capture.roots import loss_or_tensors, root_nodes
 from ..capture.seq import next_seq
 from ..model.graph import GradGraph
 from .clocks import CpuClock, CudaClock
 from .grads import Grads
-from .hooks import Run, call_map, instrument
+from .hooks import Run, call_map, first_difference, instrument, same_structure
 from .op_timer import OpTimer
+
+
+_gc_was: List[Optional[bool]] = [None]  # the collector's state when the first profile paused it
+
+
+def _pause_gc() -> None:
+    if _gc_was[0] is None:
+        _gc_was[0] = gc.isenabled()  # saved before the change: an interrupt in between leaves nothing to undo
+    gc.disable()
+
+
+def _resume_gc() -> None:
+    was = _gc_was[0]
+    if was is not None:
+        if was:
+            gc.enable()
+        _gc_was[0] = None
+
+
+#: The collector paused while any profile (in any thread) does its bookkeeping; back as it was when the last ends.
+GC_PAUSE = SharedPatch("the garbage collector paused", _pause_gc, _resume_gc)
 
 
 def select_roots(out: Any) -> List[torch.Tensor]:
@@ -69,8 +91,7 @@ def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
 
 
 def structure_error(k: Any, ref: Run, run: Run) -> ValueError:
-    i = next((j for j, (a, b, m, n) in enumerate(zip(ref.types, run.types, ref.arity, run.arity)) if a is not b
-              or m != n), min(len(ref.types), len(run.types)))
+    i = first_difference(ref, run)
 
     def at(r: Run) -> str:
         return f"{r.types[i].__name__} with {r.arity[i]} inputs" if i < len(r.types) else "end of graph"
@@ -125,21 +146,36 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
         raise RuntimeError("graphwidget.profile needs torch._C._autograd._get_sequence_nr (torch >= 2.0).")
     dev = torch.device(device) if device is not None else guess_device(fn, args, kwargs)
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
+    # Our bookkeeping runs with the collector paused: its full passes over thousands of freshly wrapped nodes and
+    # records cost more than the hooks. The user's forward runs with it as they left it. The pause is shared by
+    # every profile running in any thread (reference-counted): one thread must not switch it back on under another.
+    token = object()
+    try:
+        try:
+            GC_PAUSE.acquire(token)
+            return _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock, module, title,
+                            token)
+        finally:
+            GC_PAUSE.release(token)
+    finally:
+        GC_PAUSE.release(token)  # again (idempotent): the collector must not stay off after an interrupt anywhere
+
+
+def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], repeat: int, warmup: int,
+             backward: bool, stat: str, cross_check: bool, dev: torch.device, clock: CpuClock,
+             module: Optional[torch.nn.Module], title: Optional[str], token: object) -> GradGraph:
+    """The runs and statistics of :func:`profile`, with the collector off (``profile`` restores it)."""
     grads = Grads()
     runs: List[Run] = []  # measured runs, their nodes dropped
     prof: Optional[Tuple[Any, ...]] = None
     ok = False
-    gc_was = gc.isenabled()
-    # Our bookkeeping runs with the collector paused: its full passes over thousands of freshly wrapped nodes and
-    # records cost more than the hooks. The user's forward runs with it as they left it.
-    gc.disable()
     try:
         for k in range(warmup + repeat):
             run, g0, out = _one_run(fn, args, kwargs, clock, grads if backward else None, k == 0, module, title,
-                                    gc_was)
+                                    token)
             if k == 0:
                 graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
-            elif run.types != ref.types or run.arity != ref.arity:
+            elif not same_structure(ref, run):
                 raise structure_error(k, ref, run)
             if k >= warmup:
                 # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
@@ -158,43 +194,37 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     finally:
         if backward:
             grads.finish(ok)
-        if not ok and gc_was:
-            gc.enable()
-    try:
-        kept = _kept_runs(runs, stat)
-        agg = median if stat == "median" else mean
-        nodes = graph.nx.nodes
-        for i, col in enumerate(zip(*(r.fwd for r in kept))):
-            nodes[i]["fwd_ms"] = agg(col)
-        if backward:
-            for i, col in enumerate(zip(*(r.bwd for r in kept))):
-                nodes[i]["bwd_ms"] = agg(col)
-        bsum = [sum(x for x in r.bwd if x is not None) for r in kept]
-        graph.meta["timed"] = True
-        graph.meta["timing"] = {
-            "forward_ms": agg([r.fwd_wall for r in kept]),
-            "backward_ms": agg([r.bwd_wall for r in kept]) if backward else None,
-            # per run: backward wall time minus the time inside nodes = the engine's own work between nodes
-            "unattributed_ms": agg([r.bwd_wall - b for r, b in zip(kept, bsum)]) if backward else None,
-            "repeat": repeat, "warmup": warmup, "device": str(dev), "clock": clock.name, "stat": stat,
-            "runs_used": len(kept), "forward_ops_ms": agg([sum(x for x in r.fwd if x is not None) for r in kept]),
-            "backward_nodes_ms": agg(bsum) if backward else None,
-        }
-        if prof is not None and backward:
-            from .cross_check import compare
-            for i, v in enumerate(prof[0]):
-                nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
-            graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
-    finally:
-        if gc_was:
-            gc.enable()
+    kept = _kept_runs(runs, stat)
+    agg = median if stat == "median" else mean
+    nodes = graph.nx.nodes
+    for i, col in enumerate(zip(*(r.fwd for r in kept))):
+        nodes[i]["fwd_ms"] = agg(col)
+    if backward:
+        for i, col in enumerate(zip(*(r.bwd for r in kept))):
+            nodes[i]["bwd_ms"] = agg(col)
+    bsum = [sum(x for x in r.bwd if x is not None) for r in kept]
+    graph.meta["timed"] = True
+    graph.meta["timing"] = {
+        "forward_ms": agg([r.fwd_wall for r in kept]),
+        "backward_ms": agg([r.bwd_wall for r in kept]) if backward else None,
+        # per run: backward wall time minus the time inside nodes = the engine's own work between nodes
+        "unattributed_ms": agg([r.bwd_wall - b for r, b in zip(kept, bsum)]) if backward else None,
+        "repeat": repeat, "warmup": warmup, "device": str(dev), "clock": clock.name, "stat": stat,
+        "runs_used": len(kept), "forward_ops_ms": agg([sum(x for x in r.fwd if x is not None) for r in kept]),
+        "backward_nodes_ms": agg(bsum) if backward else None,
+    }
+    if prof is not None and backward:
+        from .cross_check import compare
+        for i, v in enumerate(prof[0]):
+            nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
+        graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
     graph.output = out
     return graph
 
 
 def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], clock: CpuClock,
              grads: Optional[Grads], attribute: bool, module: Optional[torch.nn.Module], title: Optional[str],
-             gc_was: bool = True) -> Tuple[Run, Optional[GradGraph], Any]:
+             token: Optional[object] = None) -> Tuple[Run, Optional[GradGraph], Any]:
     """One call of ``fn`` with its ops timed, then (``grads`` given) its backward with every node hooked.
     With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors)."""
     stamp = clock.stamp
@@ -204,39 +234,48 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
     # lean op timer: the Recorder's per-call bookkeeping (~15-20 µs) is paid once, not per repeat.
     rec = Recorder(timer=(stamp, lambda t0: (t0, stamp()))) if attribute else None
     timer = rec if rec is not None else OpTimer(stamp)
-    if gc_was and rec is None:
-        # A measured forward runs as it would without us. Not the Recorder's: its 10k+ bookkeeping objects make
-        # every collection pass longer (measured: 117 -> 698 ms on the 10k-op chain).
-        gc.enable()
+    if token is not None and rec is None:
+        # A measured forward runs as it would without us (unless another thread is profiling too). Not the
+        # Recorder's: its 10k+ bookkeeping objects make every collection pass longer (117 -> 698 ms on the 10k-op
+        # chain).
+        GC_PAUSE.release(token)
     try:
-        with timer:
-            base = next_seq()
-            f0 = stamp()
-            out = fn(*args, **kwargs)
-            f1 = stamp()
+        try:
+            with timer:
+                base = next_seq()
+                f0 = stamp()
+                out = timer.call(fn, *args, **kwargs)
+                f1 = stamp()
+        finally:
+            timer.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
     finally:
-        gc.disable()
+        if token is not None:
+            GC_PAUSE.acquire(token)
     roots = select_roots(out)
     if rec is not None:
         graph = attributed_capture(rec, out, fn=fn, module=module, title=title, roots=roots,
                                    who="graphwidget.profile")
-    run = instrument(root_nodes(roots), stamp if grads is not None else None)
+    run = Run()  # before the try: every hook is recorded in it as it is registered
     try:
-        if grads is not None:
-            grads.before_backward(run.leaves)
-            ones = [torch.ones_like(t) for t in roots]
-            b0 = stamp()
-            try:
-                torch.autograd.backward(roots, ones)
-            except RuntimeError as exc:
-                if "second time" not in str(exc):
-                    raise
-                raise RuntimeError(
-                    "graphwidget.profile runs the backward itself: fn must return the loss without calling "
-                    ".backward() on it (or profile with backward=False).") from exc
-            b1 = stamp()
+        try:
+            instrument(root_nodes(roots), stamp if grads is not None else None, run)
+            if grads is not None:
+                grads.before_backward(run.leaves)
+                ones = [torch.ones_like(t) for t in roots]
+                b0 = stamp()
+                try:
+                    torch.autograd.backward(roots, ones)
+                except RuntimeError as exc:
+                    if "second time" not in str(exc):
+                        raise
+                    raise RuntimeError(
+                        "graphwidget.profile runs the backward itself: fn must return the loss without calling "
+                        ".backward() on it (or profile with backward=False).") from exc
+                b1 = stamp()
+        finally:
+            run.remove_hooks()
     finally:
-        run.remove_hooks()
+        run.remove_hooks()  # again (idempotent): in case an interrupt hit the first call
     clock.sync()  # the only synchronisation of a CUDA run
     run.calls = [(c.lo, c.hi) + c.ms for c in rec.calls] if rec is not None else timer.calls  # type: ignore
     run.base, run.fwd_wall = base, clock.ms(f0, f1)

@@ -1,0 +1,319 @@
+"""Long sessions: trace/profile with threads and interrupts, and widgets shown and closed many times.
+
+Before (issue 10): profile/trace patched process-wide state (``Function.apply``, ``Function._register_hook``, global
+module hooks) and restored "whatever was there", so two overlapping calls in two threads left the patches for the
+rest of the process; registrations from other threads went through the lean helper (``register_hook`` returned
+``None`` and a second user hook on a node replaced the first: wrong gradients); a trace attributed another thread's
+ops and modules to its graph; an interrupt at the wrong moment left hooks and patches behind. Now the patches are
+reference-counted, locked and per thread, and every cleanup is idempotent and done in two layers.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+from typing import Any, Callable, List, Tuple
+
+import pytest
+import torch
+
+import graphwidget as gw
+from gw_functions import Square
+from graphwidget.attribution import function_apply, module_hooks, shared_patch
+from graphwidget.profile import clocks, hooks as phooks, runner
+
+F = torch.autograd.Function
+ORIGINAL_APPLY = function_apply._ORIGINAL
+HERE = os.path.abspath(__file__)
+
+
+def clean_state() -> List[str]:
+    """Everything graphwidget may change process-wide or on this thread, as a list of what is not as it was."""
+    bad = []
+    if F.__dict__["apply"] is not ORIGINAL_APPLY:
+        bad.append("Function.apply is patched")
+    if "_register_hook" in F.__dict__:
+        bad.append("Function._register_hook is patched")
+    if not module_hooks.originals_restored():
+        bad.append("global module hooks left")
+    if torch._C._len_torch_function_stack():
+        bad.append("a torch-function mode is left on the stack")
+    if not gc.isenabled():
+        bad.append("the garbage collector is off")
+    if not torch.is_grad_enabled():
+        bad.append("grad mode is off")
+    for patch in (function_apply.APPLY_PATCH, module_hooks.MODULE_HOOKS, phooks.LEAN_REGISTRATION, runner.GC_PAUSE):
+        if patch.users:
+            bad.append(f"{patch.name} still has {patch.users} users")
+    for name in ("apply", "modules"):
+        if getattr(shared_patch.local, name, None):
+            bad.append(f"thread-local {name} listeners left")
+    if getattr(shared_patch.local, "lean", None) is not None:
+        bad.append("lean registration still on for this thread")
+    return bad
+
+
+def two_user_hooks_work() -> None:
+    """The user's own backward with two hooks on one node (the case that silently lost the first hook)."""
+    x = torch.randn(3, requires_grad=True)
+    y = Square.apply(x * 2)  # a custom Function too: its apply must be torch's own again
+    seen: List[int] = []
+    h1 = y.grad_fn.register_hook(lambda gi, go: seen.append(1))
+    h2 = y.grad_fn.register_hook(lambda gi, go: seen.append(2))
+    assert h1 is not None and h2 is not None, "register_hook returned no handle"
+    y.sum().backward()
+    assert seen == [1, 2], f"user hooks fired: {seen}"
+    assert torch.equal(x.grad, 8 * x.detach())
+    h1.remove()
+    h2.remove()
+
+
+# -- threads --------------------------------------------------------------------------------------------------------
+def test_overlapping_calls_in_two_threads_leave_nothing_installed() -> None:
+    """A enters, B enters, A leaves, B leaves: the order that left the patches installed for good."""
+    assert clean_state() == []
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    errors: List[BaseException] = []
+
+    def fn_a(x: torch.Tensor) -> torch.Tensor:
+        y = Square.apply(x) * 2
+        a_in.set()
+        assert b_in.wait(30)
+        return y.sum()
+
+    def fn_b(x: torch.Tensor) -> torch.Tensor:
+        assert a_in.wait(30)
+        y = Square.apply(x) + 1
+        b_in.set()
+        assert a_out.wait(30)  # leave only after A has left
+        return y.sum()
+
+    def run(fn: Callable[..., Any], done: Any, how: str) -> None:
+        try:
+            x = torch.randn(4, requires_grad=True)
+            if how == "profile":
+                gw.profile(fn, x, repeat=1, warmup=0)
+            else:
+                gw.trace(fn, x)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            if done is not None:
+                done.set()
+
+    for how_a, how_b in (("profile", "trace"), ("trace", "profile"), ("profile", "profile")):
+        a_in.clear(), b_in.clear(), a_out.clear()
+        ta = threading.Thread(target=run, args=(fn_a, a_out, how_a))
+        tb = threading.Thread(target=run, args=(fn_b, None, how_b))
+        ta.start(), tb.start()
+        ta.join(60), tb.join(60)
+        assert not errors, errors
+        assert clean_state() == [], (how_a, how_b, clean_state())
+        two_user_hooks_work()
+
+
+def test_another_threads_hook_registration_is_torchs_own() -> None:
+    """While one thread registers profile's hooks (the lean helper installed), another thread's user hooks get
+    torch's helper: real handles, and two hooks on one node both fire."""
+    inside, done = threading.Event(), threading.Event()
+
+    def profiling_thread() -> None:
+        with phooks.LeanRegistration([], []):
+            inside.set()
+            assert done.wait(30)
+
+    t = threading.Thread(target=profiling_thread)
+    t.start()
+    try:
+        assert inside.wait(30)
+        assert F.__dict__.get("_register_hook") is phooks._LEAN  # the helper is installed, process-wide
+        two_user_hooks_work()
+    finally:
+        done.set()
+        t.join(30)
+    assert clean_state() == []
+
+
+class Other(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.other_layer = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return Square.apply(self.other_layer(x))
+
+
+class Mine(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mine = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mine(x)  # line M
+
+
+def test_trace_records_only_its_own_threads_ops_and_modules() -> None:
+    go, busy = threading.Event(), threading.Event()
+    stop = threading.Event()
+    other, mine = Other(), Mine()
+
+    def other_thread() -> None:
+        assert go.wait(30)
+        x = torch.randn(2, 4, requires_grad=True)
+        for _ in range(50):
+            other(x).sum().backward()
+        busy.set()
+        while not stop.is_set():
+            other(x).sum()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        h = mine(x)
+        go.set()
+        assert busy.wait(30)               # the other thread ran 50 forwards + backwards meanwhile
+        return Square.apply(h).sum()       # line B
+
+    try:
+        x = torch.randn(2, 4, requires_grad=True)
+        g = gw.trace(fn, x)
+    finally:
+        stop.set()
+        t.join(30)
+    backward = [d for _, d in g.nx.nodes(data=True) if d["kind"] != "leaf"]
+    assert backward, "nothing traced"
+    for d in backward:
+        assert d["source"] is not None and d["source"].startswith(HERE + ":"), d
+        assert "other" not in (d["module"] or ""), d
+    lines = {int(d["source"].rsplit(":", 1)[1]) for d in backward}
+    src = open(HERE).read().splitlines()
+    assert {src[n - 1].split("#")[-1].strip() for n in lines} == {"line M", "line B"}
+    mods = {d["module"] for d in backward}
+    assert mods <= {"mine", None}, mods
+    assert clean_state() == []
+
+
+# -- interrupts -----------------------------------------------------------------------------------------------------
+OWN = os.path.dirname(os.path.abspath(gw.__file__)) + os.sep
+
+
+class Interrupter:
+    """A line tracer that raises KeyboardInterrupt at the k-th line graphwidget runs (Python then removes it, as
+    for any exception in a trace function, so the rest runs untraced: exactly one interrupt, anywhere)."""
+
+    def __init__(self, k: int) -> None:
+        self.k, self.n = k, 0
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(OWN):
+            return None
+        if event == "line":
+            self.n += 1
+            if self.n == self.k:
+                raise KeyboardInterrupt(f"line {self.n}: {frame.f_code.co_filename}:{frame.f_lineno}")
+        return self
+
+
+def count_lines(call: Callable[[], Any]) -> int:
+    counter = Interrupter(0)
+    sys.settrace(counter)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return counter.n
+
+
+def counting_stamp() -> Tuple[List[int], Callable[[], int]]:
+    n = [0]
+
+    def stamp() -> int:  # not time.perf_counter_ns: the Python hooks, whose registration can be interrupted
+        n[0] += 1
+        return n[0]
+    return n, stamp
+
+
+class Double(torch.autograd.Function):
+    """x -> 2x, saving nothing: its graph can run backward again and again."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return g * 2
+
+
+class Shift(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.zeros(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 3.0 + self.bias
+
+
+def leftover_hooks(y: torch.Tensor) -> int:
+    """How many hooks other than the one we add now sit on the nodes of ``y``'s graph (torch reuses a node's hook
+    dict for a new hook, and the handle holds it)."""
+    left, seen, stack = 0, set(), [y.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        stack.extend(c for c, _ in fn.next_functions)
+        for register, hook in ((fn.register_prehook, lambda go: None), (fn.register_hook, lambda gi, go: None)):
+            h = register(hook)
+            left += len(h.hooks_dict_ref()) - 1
+            h.remove()
+    return left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["profile", "trace"])
+def test_an_interrupt_at_any_line_leaves_nothing_behind(what: str, monkeypatch: Any) -> None:
+    calls, stamp = counting_stamp()
+    monkeypatch.setattr(clocks.CpuClock, "stamp", staticmethod(stamp))
+    model = Shift()
+    outputs: List[torch.Tensor] = []
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        y = Double.apply(model(x)).sum()  # a module, a custom Function, plain ops; nothing saved for backward
+        outputs.append(y)
+        return y
+
+    x = torch.randn(2, 4, requires_grad=True)
+
+    def call() -> Any:
+        if what == "profile":
+            return gw.profile(fn, x, repeat=2, warmup=0)
+        return gw.trace(fn, x)
+
+    call()  # one-time set-up (caches, lazy imports) out of the way: every run below takes the same lines
+    total = count_lines(call)
+    assert total > 100
+    # Every line of the start (installing, the forward) and of the end (hooks, cleanup), every 5th in between.
+    ks = sorted(set(range(1, 301)) | set(range(301, total - 300, 5)) | set(range(max(1, total - 300), total + 1)))
+    interrupted = 0
+    for k in ks:
+        outputs.clear()
+        x.grad = None
+        sys.settrace(Interrupter(k))
+        where = "no interrupt"
+        try:
+            call()
+        except KeyboardInterrupt as exc:
+            interrupted += 1
+            where = str(exc)
+        finally:
+            sys.settrace(None)
+        assert clean_state() == [], (k, where, clean_state())
+        if k % 20 == 0 or k > total - 60:  # the costlier checks: on a sample, and on every line of the end
+            two_user_hooks_work()
+            for y in outputs:  # no hook of ours is left on the graphs fn built
+                assert leftover_hooks(y) == 0, f"k={k}: a hook of ours was left on a node"
+    assert interrupted >= len(ks) - 5, (interrupted, len(ks))  # every k raised (bar the very last lines)

@@ -55,6 +55,10 @@ class Context:
         #: Nodes an earlier rule already explained: later rules leave them alone (one root cause, one finding).
         self.claimed: Set[int] = set()
         self._total_grad: Optional[int] = None
+        self._inputs: Dict[int, List[Input]] = {}
+        self._rank: Optional[Dict[int, int]] = None
+        #: What rules share within one advise() call (e.g. the materialised copies both copy rules read).
+        self.memo: Dict[str, Any] = {}
         self._total_saved: Optional[int] = None
 
     @property
@@ -63,12 +67,15 @@ class Context:
 
     # -- structure ----------------------------------------------------------------------------------------------
     def inputs(self, v: int) -> List[Input]:
-        """Every connection into ``v`` (a pair joined twice, ``a * a``, gives two)."""
-        out: List[Input] = []
-        for u, e in self.pred[v].items():
-            out.append(Input(u, e.get("output") or 0, e.get("slot") or 0, e.get("shape"), e.get("dtype")))
-            for a in e.get("also") or ():
-                out.append(Input(u, a.get("output") or 0, a.get("slot") or 0, a.get("shape"), a.get("dtype")))
+        """Every connection into ``v`` (a pair joined twice, ``a * a``, gives two). Computed once per node."""
+        out = self._inputs.get(v)
+        if out is None:
+            out = []
+            for u, e in self.pred[v].items():
+                out.append(Input(u, e.get("output") or 0, e.get("slot") or 0, e.get("shape"), e.get("dtype")))
+                for a in e.get("also") or ():
+                    out.append(Input(u, a.get("output") or 0, a.get("slot") or 0, a.get("shape"), a.get("dtype")))
+            self._inputs[v] = out
         return out
 
     def consumers(self, u: int, output: Optional[int] = None) -> List[int]:
@@ -91,10 +98,19 @@ class Context:
     def out_bytes(self, n: int, k: int = 0) -> Optional[int]:
         return nbytes(*self.out(n, k))
 
-    def order(self, n: int) -> Tuple[int, int]:
-        """Creation order (forward order): autograd sequence numbers, leaves first."""
-        seq = self.node[n].get("seq")
-        return (seq if isinstance(seq, int) else -1, n)
+    @property
+    def rank(self) -> Dict[int, int]:
+        """Node id -> position in creation (forward) order: by autograd sequence number, leaves first. Sort with
+        ``key=ctx.rank.__getitem__``."""
+        if self._rank is None:
+            seqs = [(d.get("seq"), n) for n, d in self.node.items()]
+            keyed = sorted((s if isinstance(s, int) else -1, n) for s, n in seqs)
+            self._rank = {n: i for i, (_, n) in enumerate(keyed)}
+        return self._rank
+
+    def order(self, n: int) -> int:
+        """Position of ``n`` in forward order (see :attr:`rank`)."""
+        return self.rank[n]
 
     def is_leaf(self, n: int) -> bool:
         return self.node[n].get("kind") == "leaf"
@@ -120,8 +136,8 @@ class Context:
         if name:
             return name
         subscripted = set()
-        for v in readers:
-            subscripted.update(_SUBSCRIPTED.findall(self.node[v].get("code") or ""))
+        for code in {self.node[v].get("code") or "" for v in readers}:
+            subscripted.update(_SUBSCRIPTED.findall(code))
         if len(subscripted) == 1:
             return subscripted.pop()
         t = d.get("tensor") or {}
@@ -141,7 +157,7 @@ class Context:
             storages: Dict[Any, int] = {}
             for d in self.node.values():
                 for s in d.get("saved") or ():
-                    if s.get("freed"):
+                    if s.get("freed") or s.get("packed"):
                         continue
                     key = s.get("storage")
                     storages[("anon", id(s)) if key is None else key] = s.get("storage_bytes") or 0

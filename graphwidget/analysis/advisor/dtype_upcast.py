@@ -45,7 +45,7 @@ def find(ctx: Context) -> List[Finding]:
         entries[key].append(v)
     out: List[Finding] = []
     for key in sorted(entries, key=lambda k: min(ctx.order(v) for v in entries[k])):
-        starts = sorted(entries[key], key=ctx.order)
+        starts = sorted(entries[key], key=ctx.rank.__getitem__)
         region = _region(ctx, starts)
         f64 = sum(nbytes(*ctx.out(v)) or 0 for v in region)
         if f64 < NOISE_BYTES:
@@ -96,4 +96,4 @@ def _region(ctx: Context, starts: List[int]) -> List[int]:
             if w not in seen and w not in ctx.claimed and ctx.out(w)[1] == "float64":
                 seen.add(w)
                 todo.append(w)
-    return starts + sorted(seen - set(starts), key=ctx.order)
+    return starts + sorted(seen - set(starts), key=ctx.rank.__getitem__)

@@ -42,19 +42,21 @@ def find(ctx: Context) -> List[Finding]:
     by_key: Dict[Key, List[int]] = defaultdict(list)
     for v, d in ctx.node.items():
         src = d.get("source")
-        if src and d.get("kind") != "leaf":
+        if src:  # leaves have none
             by_key[(src, d.get("module"))].append(v)
-    loop_keys = {k for k, vs in by_key.items() if len(vs) >= MIN_ITERATIONS}
+    loop_keys = [k for k, vs in by_key.items() if len(vs) >= MIN_ITERATIONS]
     if not loop_keys:
         return []
-    key_of = {v: k for k in loop_keys for v in by_key[k]}
+    key_of: Dict[int, Key] = {}
     reads: Dict[Tuple[int, int], List[int]] = defaultdict(list)
+    claimed, node, pred = ctx.claimed, ctx.node, ctx.pred
     for k in loop_keys:
         for v in by_key[k]:
-            if ctx.node[v].get("op") in INDEX and v not in ctx.claimed:
-                ins = ctx.inputs(v)
-                if len(ins) == 1:
-                    reads[(ins[0].node, ins[0].output)].append(v)
+            key_of[v] = k
+            if node[v].get("op") in INDEX and v not in claimed and len(pred[v]) == 1:
+                (u, e), = pred[v].items()
+                if not e.get("also"):
+                    reads[(u, e.get("output") or 0)].append(v)
     out: List[Finding] = []
     done: Set[Key] = set()
     for (u, out_k), readers in sorted(reads.items(), key=lambda kv: ctx.order(kv[0][0])):
@@ -71,13 +73,13 @@ def find(ctx: Context) -> List[Finding]:
         if comp & done:
             continue
         group = [v for key in comp for v in by_key[key]]
-        if any(not _tiny(ctx.node[v].get("op") or "") for v in group):
+        if not all(_tiny(op or "") for op in {node[v].get("op") for v in group}):
             continue
         if _depth(ctx, group) > MAX_DEPTH:
             continue
         done |= comp
-        group.sort(key=ctx.order)
-        pieces.sort(key=ctx.order)
+        group.sort(key=ctx.rank.__getitem__)
+        pieces.sort(key=ctx.rank.__getitem__)
         nodes = pieces[:1] + [v for v in group if v != pieces[0]]
         ctx.claimed.update(nodes)
         out.append(_finding(ctx, u, out_k, tshape, tdtype, pieces, nodes, comp, by_key))
@@ -90,22 +92,27 @@ def _component(ctx: Context, start: Set[Key], key_of: Dict[int, Key], by_key: Di
     while todo:
         key = todo.pop()
         for v in by_key[key]:
-            for w in list(ctx.succ[v]) + list(ctx.pred[v]):
-                other = key_of.get(w)
-                if other is not None and other not in comp:
-                    comp.add(other)
-                    todo.append(other)
+            for nbrs in (ctx.succ[v], ctx.pred[v]):
+                for w in nbrs:
+                    other = key_of.get(w)
+                    if other is not None and other not in comp:
+                        comp.add(other)
+                        todo.append(other)
     return comp
 
 
 def _depth(ctx: Context, group: List[int]) -> int:
     """The most non-accumulating nodes on one path through ``group`` (iterations that feed each other grow it)."""
-    members = set(group)
-    depth: Dict[int, int] = {}
+    depth: Dict[int, int] = dict.fromkeys(group, -1)  # -1: member not reached yet (never read: forward order)
     best = 0
-    for v in sorted(group, key=ctx.order):
-        w = 0 if ctx.node[v].get("op") in ACCUMULATE else 1
-        d = w + max((depth[u] for u in ctx.pred[v] if u in members), default=0)
+    node, pred = ctx.node, ctx.pred
+    for v in sorted(group, key=ctx.rank.__getitem__):
+        d = 0
+        for u in pred[v]:
+            du = depth.get(u, 0)
+            if du > d:
+                d = du
+        d += 0 if node[v].get("op") in ACCUMULATE else 1
         depth[v] = d
         if d > best:
             best = d
@@ -129,7 +136,7 @@ def _loop_dim(ctx: Context, pieces: List[int], ndim: int) -> Tuple[Optional[int]
 def _finding(ctx: Context, u: int, k: int, tshape: Any, tdtype: Any, pieces: List[int], nodes: List[int],
              comp: Set[Key], by_key: Dict[Key, List[int]]) -> Finding:
     main = max(comp, key=lambda key: len(by_key[key]))
-    at = min(by_key[main], key=ctx.order)
+    at = min(by_key[main], key=ctx.rank.__getitem__)
     lines = sorted({short_source(key[0]) for key in comp})
     dim, iters = _loop_dim(ctx, pieces, len(tshape or ()))
     counts = Counter(ctx.node[v].get("op") for v in nodes)

@@ -125,7 +125,7 @@ def _operand(ctx: Context, v: int, name: str, slot: int) -> Optional[Operand]:
     origin, producer = _origin(ctx, v, slot)
     saved = next((s for s in d.get("saved") or () if s.get("name") == name), None)
     if saved is not None:
-        if saved.get("freed") or saved.get("shape") is None or saved.get("stride") is None:
+        if saved.get("freed") or saved.get("packed") or saved.get("shape") is None or saved.get("stride") is None:
             return None
         return Operand(name, slot, list(saved["shape"]), list(saved["stride"]),
                        saved.get("dtype") or out_dtype or "float32", saved.get("device") or device, origin, producer,

@@ -3,11 +3,13 @@ are heavy; and the small shape/dtype arithmetic they share. Torch-free: node typ
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 _SUFFIX = re.compile(r"Backward\d*$")
 
 
+@lru_cache(maxsize=4096)
 def stem(op: str) -> str:
     """``"MulBackward0"`` -> ``"Mul"``; names without the suffix (custom Functions) are returned as they are."""
     return _SUFFIX.sub("", op)
@@ -86,6 +88,7 @@ _DTYPE_BYTES = {
 LOW_FLOATS = frozenset({"float32", "float16", "bfloat16"})
 
 
+@lru_cache(maxsize=4096)
 def is_elementwise(op: str) -> bool:
     """An op that maps elements to elements (with broadcasting between its operands)."""
     return op in BINARY or op in UNARY_VARIANTS or stem(op) in UNARY

@@ -44,11 +44,11 @@ def materialisation_findings(ctx: Context, rule: str, pick: Callable[[Copy], boo
     copies = candidates(ctx)
     known = {h: c.dims for h, c in copies.items()}
     out: List[Finding] = []
-    for head in sorted(copies, key=ctx.order):
+    for head in sorted(copies, key=ctx.rank.__getitem__):
         c = copies[head]
         if not pick(c) or any(n in ctx.claimed for n in c.nodes):
             continue
-        s = spread(ctx, head, c.dims, {h: d for h, d in known.items() if h != head})
+        s = spread(ctx, head, c.dims, known)  # known is consulted only for operands outside the spread
         if not s.ok:
             continue
         shape, dtype = ctx.out(head)
@@ -64,7 +64,7 @@ def materialisation_findings(ctx: Context, rule: str, pick: Callable[[Copy], boo
         waste = int((size + readers_grad) * (1 - 1 / factor)) if factor > 1 else 0
         if waste < NOISE_BYTES:
             continue
-        nodes = c.nodes + sorted(set(involved) - set(c.nodes), key=ctx.order)
+        nodes = c.nodes + sorted(set(involved) - set(c.nodes), key=ctx.rank.__getitem__)
         ctx.claimed.update(nodes)
         ctx.claimed.update(n for h in nested for n in copies[h].nodes)
         cd = ctx.node[c.cause]
@@ -98,5 +98,5 @@ def materialisation_findings(ctx: Context, rule: str, pick: Callable[[Copy], boo
             share=(waste / ctx.total_grad_bytes) if ctx.total_grad_bytes else None,
             share_of="grad_bytes", waste_bytes=waste,
             evidence={"bytes": size, "shape": shape, "factor": factor, "dims": sorted(c.dims),
-                      "readers": len(involved), "broadcast_at": sorted(s.absorbed, key=ctx.order)[:16]}))
+                      "readers": len(involved), "broadcast_at": sorted(s.absorbed, key=ctx.rank.__getitem__)[:16]}))
     return out

@@ -73,11 +73,11 @@ def view_map(dims: Dims, in_shape: Optional[List[int]], out_shape: Optional[List
 def spread(ctx: Context, start: int, dims: Dims, known: Mapping[int, Dims]) -> Spread:
     """Follow ``start``'s output 0, replicated along ``dims``, to where broadcasting takes over.
 
-    ``known`` maps other materialised copies (node -> their replicated dims): an operand straight from one of them
-    does not count as varying (``a.repeat(..) * b.repeat(..)`` proves nothing for either)."""
+    ``known`` maps materialised copies (node -> their replicated dims): an operand straight from another one does
+    not count as varying (``a.repeat(..) * b.repeat(..)`` proves nothing for either)."""
     rep: Dict[Tuple[int, int], Dims] = {(start, 0): dims}
     res = Spread(ok=True)
-    heap: List[Tuple[Tuple[int, int], int]] = []
+    heap: List[Tuple[int, int]] = []
     queued: Set[int] = set()
 
     def push(u: int) -> None:
@@ -261,7 +261,13 @@ class Copy:
 
 
 def candidates(ctx: Context) -> Dict[int, Copy]:
-    """Every materialised copy of size-1 dims in the graph, by head node."""
+    """Every materialised copy of size-1 dims in the graph, by head node (computed once per advise call)."""
+    if "copies" not in ctx.memo:
+        ctx.memo["copies"] = _candidates(ctx)
+    return ctx.memo["copies"]
+
+
+def _candidates(ctx: Context) -> Dict[int, Copy]:
     found: Dict[int, Copy] = {}
     for v, d in ctx.node.items():
         op = d.get("op")

@@ -32,23 +32,35 @@ def find(ctx: Context) -> List[Finding]:
             if t.get("storage") is not None:
                 leaf_ids.add(t["storage"])
             leaf_sizes.add((t.get("storage_bytes") or t.get("bytes"), t.get("dtype")))
+    # One pass of sums (most storages are saved whole, once); the records only for the few that qualify.
+    covered: Dict[Any, int] = defaultdict(int)
+    size: Dict[Any, int] = {}
+    for d in ctx.node.values():
+        for s in d.get("saved") or ():
+            sid, b = s.get("storage"), s.get("bytes")
+            if sid is None or b is None or s.get("freed") or s.get("packed"):
+                continue
+            covered[sid] += b  # a tensor saved twice counts twice: errs towards silence
+            sb = s.get("storage_bytes") or 0
+            if sb > size.get(sid, 0):
+                size[sid] = sb
+    wasteful = {sid for sid, c in covered.items()
+                if c * MAX_COVER <= size.get(sid, 0) and size.get(sid, 0) - c >= MIN_WASTE}
+    if not wasteful:
+        return []
     by_storage: Dict[Any, List[Tuple[int, Dict[str, Any]]]] = defaultdict(list)
     for v, d in ctx.node.items():
         for s in d.get("saved") or ():
-            if s.get("freed") or s.get("storage") is None or s.get("bytes") is None:
-                continue
-            by_storage[s["storage"]].append((v, s))
+            if s.get("storage") in wasteful and not s.get("freed") and not s.get("packed"):
+                by_storage[s["storage"]].append((v, s))
     out: List[Finding] = []
     for sid, recs in by_storage.items():
-        storage = max(s.get("storage_bytes") or 0 for _, s in recs)
-        covered = sum(s["bytes"] for _, s in recs)  # a tensor saved twice counts twice: errs towards silence
-        waste = storage - covered
-        if covered * MAX_COVER > storage or waste < MIN_WASTE:
-            continue
+        storage = size[sid]
+        waste = storage - covered[sid]
         dtype = recs[0][1].get("dtype")
         if sid in leaf_ids or (storage, dtype) in leaf_sizes:
             continue  # a parameter's storage lives anyway
-        nodes = sorted({v for v, _ in recs}, key=ctx.order)
+        nodes = sorted({v for v, _ in recs}, key=ctx.rank.__getitem__)
         if any(v in ctx.claimed for v in nodes):
             continue
         v0, s0 = min(recs, key=lambda r: ctx.order(r[0]))
@@ -62,6 +74,6 @@ def find(ctx: Context) -> List[Finding]:
         out.append(ctx.finding(
             RULE, nodes, msg, fix, share=(waste / total) if total else None, share_of="saved_bytes",
             waste_bytes=waste, severity="info", at=v0,
-            evidence={"bytes": covered, "storage_bytes": storage, "shape": s0.get("shape"),
+            evidence={"bytes": covered[sid], "storage_bytes": storage, "shape": s0.get("shape"),
                       "saved_views": len(recs)}))
     return out

@@ -16,6 +16,8 @@ import { Camera } from "./camera";
 import { edgeMidpoint, hitEdge, hitItem, openingCamera, viewBounds } from "./geometry";
 import { Minimap } from "./minimap";
 import { bindPointer, paneElements, watchSize, zoomControls } from "./pointer";
+import { drawFindingBadges, type DrawnBadge } from "./badges";
+import type { FindingMarks } from "../model/findings";
 
 export interface PaneEvents {
   /** node index (or -1); user = clicked in this pane rather than set by code */
@@ -73,6 +75,10 @@ export class GraphPane {
   private theme: Theme | null = null;
   /** per node: diff status code (diff/model.ts), or null outside a diff */
   private nodeStatus: Uint8Array | null = null;
+  /** the advisor's findings on this pane's nodes (badges), or null */
+  findings: FindingMarks | null = null;
+  /** the finding badges of the last frame, in canvas CSS pixels */
+  badges: DrawnBadge[] = [];
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -271,6 +277,12 @@ export class GraphPane {
     p.statusCount = s ? s.count : null;
   }
 
+  /** The advisor's findings to badge on this pane's nodes and groups (null: none). */
+  setFindings(marks: FindingMarks | null): void {
+    this.findings = marks;
+    this.requestDraw();
+  }
+
   // ---- selection, search --------------------------------------------------------------------------------
 
   async select(node: number, opts: { centre?: boolean; user?: boolean } = {}): Promise<void> {
@@ -373,6 +385,8 @@ export class GraphPane {
     if (!this.paint || !this.cssW) return;
     this.theme ??= pickTheme(this.el);
     const st = draw(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint, this.theme);
+    // finding badges: on top, at a fixed screen size (badges.ts)
+    this.badges = this.findings ? drawFindingBadges(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint.view, this.findings, this.theme) : [];
     this.timings.draw = st.ms;
     this.minimap.frame(this.camera, this.cssW, this.cssH);
   }

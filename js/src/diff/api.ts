@@ -7,6 +7,7 @@ import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
 import type { CameraState } from "../canvas/camera";
 import { isMetricName, type MetricName } from "../model/colour";
+import { badgesOf, type BadgeInfo, type FindingSummary } from "../ui/api";
 
 export type SideName = "a" | "b";
 
@@ -48,6 +49,13 @@ export interface DiffWidgetApi {
   expandAll(): Promise<void>;
   collapseAll(): Promise<void>;
   fit(): void;
+  /** the advisor's findings of a side, `{rule, severity, nodes, source, resolved}`; resolved: gone in B (A only) */
+  findings(side: SideName): (FindingSummary & { resolved: boolean })[];
+  /** picks finding i of a side in the Findings tab: outlines its nodes, selects and centres its cause and the
+   * cause's counterpart; resolves to the cause's id */
+  selectFinding(i: number, side: SideName): Promise<number | null>;
+  findingsText(): string;
+  findingBadges(side: SideName): BadgeInfo[];
   readonly timings: Record<string, number | string>;
 }
 
@@ -124,6 +132,18 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     expandAll: () => app.expandAll(),
     collapseAll: () => app.collapseAll(),
     fit: () => { app.fitAll(); app.panes.forEach((p) => p.drawNow()); },
+    findings: (s) => {
+      const k = sideOf(s);
+      const fs = (k === 0 ? app.findings.a : app.findings.b) ?? [];
+      return fs.map((f, i) => ({ rule: f.rule, severity: f.severity, nodes: [...f.nodes], source: f.source, resolved: k === 0 && app.findings.resolved.has(i) }));
+    },
+    selectFinding: async (i, s) => {
+      const id = await app.selectFinding(i, sideOf(s));
+      await app.pairDone;
+      return id;
+    },
+    findingsText: () => app.findingsText(),
+    findingBadges: (s) => badgesOf(pane(s)),
     get timings() {
       const [a, b] = app.panes;
       return { decode: app.timings.decode, total: app.timings.total, layout_a: a?.timings.layout ?? 0, layout_b: b?.timings.layout ?? 0,

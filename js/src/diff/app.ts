@@ -12,7 +12,7 @@ import type { Cluster } from "../model/grouping";
 import { formatCount } from "../model/format";
 import type { ChangeRow, DiffDoc } from "../schema/diff";
 import type { TabName } from "../ui/panel";
-import { decodeDiff, normaliseDiff } from "./decode";
+import { decodeDiff, diffFindings, normaliseDiff, type DiffFindings } from "./decode";
 import { DiffModel, STATUS_NAMES, statusLine, type Side } from "./model";
 import { renderSummary } from "./summary";
 import { ChangesTable } from "./changes";
@@ -29,12 +29,14 @@ export interface DiffAppOptions extends AppOptions {
   onSync?(on: boolean, user: boolean): void;
 }
 
-export const DIFF_TABS: [TabName, string][] = [["inspector", "Inspector"], ["changes", "Changes"]];
+export const DIFF_TABS: [TabName, string][] = [["inspector", "Inspector"], ["changes", "Changes"], ["findings", "Findings"]];
 
 export class DiffApp extends App {
   doc: DiffDoc | null = null;
   diff: DiffModel | null = null;
   changes: ChangesTable | null = null;
+  /** the advisor's findings of both sides and which of A's are gone in B */
+  findings: DiffFindings = { a: null, b: null, resolved: new Set() };
   syncOn = true;
   summaryText = "";
   /** settles when the other side has followed the latest selection */
@@ -89,11 +91,23 @@ export class DiffApp extends App {
     linkCameras(this.panes, () => this.syncOn);
     this.changes = new ChangesTable(this.doc!, (row) => void this.pickRow(row));
     this.panel.body("changes").replaceChildren(this.changes.el);
+    this.findings = diffFindings(this.doc!);
+    const [la, lb] = this.doc!.labels;
+    this.showFindings([
+      { side: 0, label: la, findings: this.findings.a, resolved: this.findings.resolved, resolvedText: `resolved in ${lb}` },
+      { side: 1, label: lb, findings: this.findings.b },
+    ]);
+  }
+
+  /** The cause of a picked finding, selected with its counterpart on the other side. */
+  protected override async selectFindingNode(side: number, node: number): Promise<void> {
+    await this.selectOn(side as Side, this.models[side].nodes[node].id, true, true);
   }
 
   protected override drawLegend(): void {
     renderLegend(this.legend, this.scale);
     if (this.diff) this.legend.appendChild(renderStatusLegend(this.diff));
+    this.appendFindingsLegend(this.doc ? `resolved in ${this.doc.labels[1]}` : undefined);
   }
 
   protected override statusText(): string {
@@ -103,6 +117,11 @@ export class DiffApp extends App {
   }
 
   protected override describeItem(k: number, item: number): string | null {
+    const status = this.statusNote(k, item), found = this.findingNote(k, item);
+    return status && found ? `${status}\n${found}` : status ?? found;
+  }
+
+  private statusNote(k: number, item: number): string | null {
     const p = this.panes[k], d = this.diff;
     const it = p?.view?.items[item];
     if (!it || !d) return null;
@@ -138,7 +157,8 @@ export class DiffApp extends App {
       this.dopts.onSelectPair?.(ids[0], ids[1], user);
     }
     this.renderInspector();
-    if (node >= 0 && user && !this.stayOnTab) this.panel.show("inspector");
+    this.findingsTab?.setSelected(side, d.idOf(side, node));
+    if (node >= 0 && user && !this.stayOnTab && !this.keepTab) this.panel.show("inspector");
   }
 
   /** Selects node id on a side (null clears both) and centres it and its counterpart; false for an unknown id. */

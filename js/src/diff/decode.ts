@@ -3,6 +3,8 @@
  * base64 <script> block), checked and with absent optional fields filled, so the views never test for undefined.
  */
 import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
+import { normaliseFindings } from "../model/findings";
+import type { Finding } from "../schema/types";
 import { TOTAL_KEYS, type ChangeRow, type DiffDoc, type DiffSummary, type DiffTiming, type DiffTotals, type Equivalence, type RowCosts } from "../schema/diff";
 
 export async function decodeDiff(value: unknown): Promise<DiffDoc> {
@@ -43,6 +45,28 @@ export function normaliseDiff(raw: unknown): DiffDoc {
     changes: { by_op: arr(changes.by_op).map(rowOf), by_source: arr(changes.by_source).map(rowOf) },
     findings: o.findings ?? null,
   };
+}
+
+/** The findings of both sides as the diff view shows them. */
+export interface DiffFindings {
+  /** null: that graph was never advised */
+  a: Finding[] | null;
+  b: Finding[] | null;
+  /** indices into `a` of the findings B no longer has */
+  resolved: Set<number>;
+}
+
+/**
+ * The diff document's `findings` ({"a", "b", "resolved"}, written by Python's Diff.to_dict); when it is null (an
+ * older document, or neither side advised) each side's own graph findings are shown, with nothing resolved.
+ */
+export function diffFindings(doc: DiffDoc): DiffFindings {
+  const raw = doc.findings && typeof doc.findings === "object" && !Array.isArray(doc.findings) ? (doc.findings as Obj) : null;
+  const a = raw && "a" in raw ? normaliseFindings(raw.a) : doc.a.findings ?? null;
+  const b = raw && "b" in raw ? normaliseFindings(raw.b) : doc.b.findings ?? null;
+  const n = a?.length ?? 0;
+  const resolved = new Set(raw ? arr(raw.resolved).map(Number).filter((i) => Number.isInteger(i) && i >= 0 && i < n) : []);
+  return { a, b, resolved };
 }
 
 function labelOf(v: unknown, fallback: string): string {

@@ -6,6 +6,7 @@
  * no inflate library is bundled.
  */
 import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
+import { normaliseFindings } from "./findings";
 
 const GZIP_MAGIC0 = 0x1f;
 const GZIP_MAGIC1 = 0x8b;
@@ -94,6 +95,8 @@ export function normaliseGraph(raw: unknown): GraphDoc {
     },
     nodes,
     edges,
+    // the advisor's findings (null: never advised); kept, not dropped with the other unknown top-level keys
+    findings: normaliseFindings(o.findings),
   };
 }
 

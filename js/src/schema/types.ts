@@ -93,10 +93,54 @@ export interface GraphMeta {
   timing: Record<string, unknown> | null;
 }
 
+/** Finding keys in the order the Python side writes them (graphwidget/model/schema.py FINDING_KEYS). */
+export const FINDING_KEYS = ["rule", "severity", "nodes", "source", "code", "module", "message", "suggestion", "evidence"] as const;
+
+/**
+ * The numbers behind a finding (docs/schema.md "Findings"; rule-specific keys in docs/advisor.md). Every value is
+ * plain JSON; the view shows the common ones and lists the rest.
+ */
+export interface FindingEvidence {
+  /** the cause's op */
+  op?: string;
+  /** size of the tensor at the cause */
+  bytes?: number;
+  /** gradient bytes the finding's nodes write in backward */
+  grad_bytes?: number;
+  /** what the rewrite avoids (an estimate) */
+  waste_bytes?: number;
+  /** gw.profile only: measured backward time of its nodes, and its share of the measured backward */
+  bwd_ms?: number;
+  share_of_backward?: number;
+  /** what findings are ranked by, and of what (backward_ms | grad_bytes | nodes | saved_bytes | op_ms | step_ms) */
+  share?: number;
+  share_of?: string;
+  [key: string]: unknown;
+}
+
+/** One finding of the rewrite advisor (computed in Python; the view only shows it). */
+export interface Finding {
+  /** stable id: repeat-broadcast, materialised-expand, loop-built, index-repeated, dtype-upcast, memory-layout, ... */
+  rule: string;
+  severity: "warning" | "info";
+  /** node ids involved, the cause first */
+  nodes: number[];
+  /** the user's line that causes it, its text, its nn.Module path */
+  source: string | null;
+  code: string | null;
+  module: string | null;
+  message: string;
+  /** the rewrite, as code where possible */
+  suggestion: string | null;
+  evidence: FindingEvidence;
+}
+
 export interface GraphDoc {
   format: "graphwidget";
   version: number;
   meta: GraphMeta;
   nodes: GraphNode[];
   edges: GraphEdge[];
+  /** the advisor's findings: absent/null when the graph was never advised, [] when nothing was found */
+  findings?: Finding[] | null;
 }

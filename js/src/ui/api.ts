@@ -4,6 +4,26 @@
  */
 import type { App } from "./app";
 import { isMetricName, type MetricName } from "../model/colour";
+import { LEVEL_INFO, LEVEL_RESOLVED, LEVEL_WARNING } from "../model/findings";
+import type { GraphPane } from "../canvas/pane";
+
+/** A finding as the automation API lists it (the same values as Python's `graph.findings`). */
+export interface FindingSummary { rule: string; severity: string; nodes: number[]; source: string | null; }
+
+/** A finding badge as drawn in the last frame: on a node (its id) or a group (its id string), in viewport CSS px. */
+export interface BadgeInfo { id: number | string; severity: "warning" | "info" | "resolved"; label: string; x: number; y: number; }
+
+/** The badges a pane drew in its last frame, in viewport (client) CSS pixels. */
+export function badgesOf(pane: GraphPane | null | undefined): BadgeInfo[] {
+  if (!pane || !pane.view) return [];
+  const r = pane.canvas.getBoundingClientRect();
+  const items = pane.view.items;
+  return pane.badges.map((b) => ({
+    id: items[b.item].cluster ? items[b.item].cluster!.id : pane.model.nodes[items[b.item].node].id,
+    severity: b.level === LEVEL_WARNING ? "warning" : b.level === LEVEL_RESOLVED ? "resolved" : b.level === LEVEL_INFO ? "info" : "info",
+    label: b.label, x: r.left + b.x, y: r.top + b.y,
+  }));
+}
 
 export interface GraphWidgetApi {
   /** resolves when the first complete drawing is on screen */
@@ -33,6 +53,15 @@ export interface GraphWidgetApi {
   edgeScreenPosition(source: number | string, target: number | string): { x: number; y: number } | null;
   centre(id: number | string): boolean;
   fit(): void;
+  /** the advisor's findings carried by the graph, in their order: `{rule, severity, nodes, source}` ([] if none) */
+  findings(): FindingSummary[];
+  /** picks finding i in the Findings tab: outlines its nodes, opens their groups, selects and centres its first
+   * node (the cause); resolves to that node's id; rejects for an index that is not a finding */
+  selectFinding(i: number): Promise<number | null>;
+  /** the Findings tab as text */
+  findingsText(): string;
+  /** the finding badges drawn in the last frame (on screen only) */
+  findingBadges(): BadgeInfo[];
   readonly timings: Record<string, number | string>;
   readonly error: string | null;
 }
@@ -98,6 +127,10 @@ export function attachApi(app: App): GraphWidgetApi {
       return true;
     },
     fit: () => { app.pane?.fit(); app.pane?.drawNow(); },
+    findings: () => (app.model?.doc.findings ?? []).map((f) => ({ rule: f.rule, severity: f.severity, nodes: [...f.nodes], source: f.source })),
+    selectFinding: (i) => app.selectFinding(i, 0),
+    findingsText: () => app.findingsText(),
+    findingBadges: () => badgesOf(app.pane),
     get timings() {
       const p = app.pane?.timings;
       return { decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };

@@ -20,6 +20,9 @@ import { TopTable } from "./table";
 import { Toolbar } from "./toolbar";
 import { injectStyles } from "./styles";
 import { attachApi } from "./api";
+import { FindingsTab, findingsLegend, injectFindingStyles, type FindingSection } from "./findings";
+import { FindingMarks, shortSource } from "../model/findings";
+import { pickTheme } from "../canvas/theme";
 import type { GraphDoc } from "../schema/types";
 
 export interface AppOptions {
@@ -66,11 +69,16 @@ export class App {
   /** layout workers started with the view, so their start-up overlaps decoding; one per expected pane */
   private workers: LayoutClient[];
   private narrow: boolean | null = null;
+  /** the Findings tab (null until shown) */
+  protected findingsTab: FindingsTab | null = null;
+  /** true while a pick in a side-panel list selects a node: the panel stays on that list */
+  protected keepTab = false;
 
   constructor(el: HTMLElement, protected opts: AppOptions = {}, tabs: [TabName, string][] = GRAPH_TABS, panes = 1) {
     this.root = el;
     this.workers = Array.from({ length: panes }, () => new LayoutClient());
     injectStyles(el);
+    injectFindingStyles(el);
     el.classList.add("graphwidget-root");
     if (opts.height) el.style.height = opts.height;
     this.ready = new Promise<void>((res, rej) => { this.resolveReady = res; this.rejectReady = rej; });
@@ -179,6 +187,84 @@ export class App {
     this.table = new TopTable(m, (i) => void this.selectIndex(i, true, true));
     this.table.render();
     this.panel.body("top").replaceChildren(this.table.el);
+    this.showFindings([{ side: 0, label: null, findings: m.doc.findings ?? null }]);
+  }
+
+  // ---- findings -----------------------------------------------------------------------------------------
+
+  /** Fills the Findings tab and badges each pane's nodes (a section per pane; `resolved` as the diff says). */
+  protected showFindings(sections: FindingSection[]): void {
+    for (const sec of sections) {
+      const p = this.panes[sec.side];
+      p?.setFindings(sec.findings && sec.findings.length ? new FindingMarks(this.models[sec.side], sec.findings, sec.resolved) : null);
+    }
+    this.findingsTab = new FindingsTab(sections, (side, k) => void this.selectFinding(k, side));
+    this.panel.body("findings").replaceChildren(this.findingsTab.el);
+    this.panel.setLabel("findings", this.findingsTab.label());
+  }
+
+  /**
+   * Finding k of pane `side`: its nodes are opened out of their groups (the first 64: a loop can name thousands),
+   * outlined, and its first node (the cause) is selected and centred. Resolves to the cause's id (null if the
+   * finding names no node of this graph); rejects for an index that is not a finding.
+   */
+  async selectFinding(k: number, side = 0): Promise<number | null> {
+    await this.ready;
+    const p = this.panes[side], marks = p?.findings;
+    const n = marks?.findings.length ?? 0;
+    if (!p || !marks || !Number.isInteger(k) || k < 0 || k >= n) throw new Error(`no finding ${JSON.stringify(k)}: this view has ${n} (0 to ${n - 1})`);
+    const nodes = marks.nodes[k];
+    const hidden = new Set<Cluster>();
+    for (const i of nodes.subarray(0, 64)) for (const c of this.hiers[side].ancestors(i)) if (!p.expanded.has(c)) hidden.add(c);
+    if (hidden.size) {
+      hidden.forEach((c) => p.expanded.add(c));
+      await p.relayout();
+    }
+    this.markNodes(this.panes.map((_, j) => (j === side ? marks.mask(k) : null)));
+    this.findingsTab?.setCurrent(side, k);
+    if (!nodes.length) return null;
+    this.keepTab = true;
+    try {
+      await this.selectFindingNode(side, nodes[0]);
+    } finally {
+      this.keepTab = false;
+    }
+    return this.models[side].nodes[nodes[0]].id;
+  }
+
+  /** The Findings tab as text ("" before the graph is shown). */
+  findingsText(): string {
+    return this.findingsTab?.text() ?? "";
+  }
+
+  /** Selects and centres the cause of a picked finding (the diff view also moves the other side). */
+  protected async selectFindingNode(side: number, node: number): Promise<void> {
+    await this.selectIndex(node, true, true, side);
+  }
+
+  /** The legend's badge swatches, for the levels drawn in any pane. */
+  protected appendFindingsLegend(resolvedText?: string): void {
+    const levels = new Set<number>();
+    for (const p of this.panes) if (p.findings) p.findings.level.forEach((l) => levels.add(l));
+    const el = levels.size ? findingsLegend(levels, pickTheme(this.panes[0]?.el ?? this.root).dark, resolvedText) : null;
+    if (el) this.legend.appendChild(el);
+  }
+
+  /** Tooltip lines for the findings in a drawn item of pane k ("! repeat-broadcast (homography.py:54)"). */
+  protected findingNote(k: number, item: number): string | null {
+    const p = this.panes[k], marks = p?.findings, it = p?.view?.items[item];
+    if (!marks || !it) return null;
+    const ks = new Set<number>();
+    if (it.node >= 0) marks.findingsOf(it.node).forEach((j) => ks.add(j));
+    else this.hiers[k].forEachMember(it.cluster!, (i) => marks.findingsOf(i).forEach((j) => ks.add(j)));
+    if (!ks.size) return null;
+    const lines = [...ks].sort((a, b) => a - b).slice(0, 4).map((j) => {
+      const f = marks.findings[j];
+      const role = it.node >= 0 && marks.nodes[j][0] === it.node ? ", the cause" : "";
+      return `${f.severity === "warning" ? "!" : "i"} ${f.rule}${f.source ? ` (${shortSource(f.source)})` : ""}${role}`;
+    });
+    if (ks.size > 4) lines.push(`… ${ks.size - 4} more findings`);
+    return lines.join("\n");
   }
 
   protected fail(err: unknown): void {
@@ -214,11 +300,12 @@ export class App {
   /** The legend under the panes: the colour scale (the diff view adds the status marks). */
   protected drawLegend(): void {
     renderLegend(this.legend, this.scale);
+    this.appendFindingsLegend();
   }
 
   /** An extra tooltip line for a drawn item of pane k (none in the graph view). */
-  protected describeItem(_k: number, _item: number): string | null {
-    return null;
+  protected describeItem(k: number, item: number): string | null {
+    return this.findingNote(k, item);
   }
 
   // ---- colour -------------------------------------------------------------------------------------------
@@ -249,7 +336,8 @@ export class App {
   protected onPaneSelect(_k: number, node: number, user: boolean): void {
     this.renderInspector();
     this.table?.setSelected(node >= 0 ? this.model!.nodes[node].id : -1);
-    if (node >= 0 && user) this.panel.show("inspector");
+    this.findingsTab?.setSelected(0, node >= 0 ? this.model!.nodes[node].id : null);
+    if (node >= 0 && user && !this.keepTab) this.panel.show("inspector");
     this.opts.onSelect?.(node >= 0 ? this.model!.nodes[node].id : null, user);
   }
 

@@ -1,4 +1,4 @@
-/** Side panel with tabs. "Findings" is a placeholder the analysis work will fill. */
+/** Side panel with tabs; the App fills each tab's body (the Findings tab: ui/findings.ts). */
 import { h } from "./dom";
 
 export type TabName = "inspector" | "top" | "findings" | "changes";
@@ -25,7 +25,6 @@ export class SidePanel {
       this.bodies[name] = body;
       holder.appendChild(body);
     }
-    this.bodies.findings?.appendChild(h("p", { class: "gw-empty", text: "No findings yet. Analyses of this graph will be listed here." }));
     this.el = h("aside", { class: "gw-side" }, bar, holder);
     this.show(names[0][0]);
   }
@@ -33,6 +32,12 @@ export class SidePanel {
   /** The body of a tab (an element that is not attached anywhere for a tab this panel does not have). */
   body(name: TabName): HTMLElement {
     return this.bodies[name] ?? document.createElement("div");
+  }
+
+  /** Changes a tab's label ("Findings (2)"). */
+  setLabel(name: TabName, text: string): void {
+    const b = this.tabs[name];
+    if (b) b.textContent = text;
   }
 
   show(name: TabName): void {

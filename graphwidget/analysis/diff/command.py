@@ -19,7 +19,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 
 class UsageProblem(Exception):

@@ -55,23 +55,32 @@ def times_differ(a: Optional[float], b: Optional[float]) -> bool:
 def changed_fields(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
     """Names of the fields that differ between node records ``a`` and ``b`` (in :data:`FIELDS` order)."""
     out: List[str] = []
-    if a.get("op") != b.get("op"):
+    g, h = a.get, b.get
+    if g("op") != h("op"):
         out.append("op")
-    if _outputs(a.get("outputs")) != _outputs(b.get("outputs")):
+    # Raw equality first (C speed, the usual answer); normalise only what differs on the surface.
+    x, y = g("outputs"), h("outputs")
+    if x != y and _outputs(x) != _outputs(y):
         out.append("outputs")
-    sa, sb = a.get("out_stride"), b.get("out_stride")
-    if sa is not None and sb is not None and sa != sb:
+    x, y = g("out_stride"), h("out_stride")
+    if x is not None and y is not None and x != y:
         out.append("out_stride")
-    if _saved(a.get("saved")) != _saved(b.get("saved")):
+    x, y = g("saved"), h("saved")
+    if x != y and _saved(x) != _saved(y):  # storage ids are graph-local: compare what the tensors are
         out.append("saved")
-    for key in ("saved_bytes", "grad_bytes"):
-        if (a.get(key) or 0) != (b.get(key) or 0):
-            out.append(key)
-    if (a.get("attrs") or {}) != (b.get("attrs") or {}):
+    if (g("saved_bytes") or 0) != (h("saved_bytes") or 0):
+        out.append("saved_bytes")
+    if (g("grad_bytes") or 0) != (h("grad_bytes") or 0):
+        out.append("grad_bytes")
+    if (g("attrs") or {}) != (h("attrs") or {}):
         out.append("attrs")
-    if _tensor(a.get("tensor")) != _tensor(b.get("tensor")):
+    x, y = g("tensor"), h("tensor")
+    if x != y and _tensor(x) != _tensor(y):
         out.append("tensor")
-    for key in ("fwd_ms", "bwd_ms"):
-        if times_differ(a.get(key), b.get(key)):
-            out.append(key)
+    x, y = g("fwd_ms"), h("fwd_ms")
+    if x is not None and y is not None and times_differ(x, y):
+        out.append("fwd_ms")
+    x, y = g("bwd_ms"), h("bwd_ms")
+    if x is not None and y is not None and times_differ(x, y):
+        out.append("bwd_ms")
     return out

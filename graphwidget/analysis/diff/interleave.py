@@ -106,7 +106,8 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
 
 def _measure(s: _Side, clock: Any, guard: GradGuard, gc_was: bool, keep: bool, graph: GradGraph) -> None:
     s.before()
-    run, _, out = _one_run(s.fn, s.args, s.kwargs, clock, guard, False, None, None, gc_was)
+    # GradGuard has Grads' before_backward (all _one_run calls): duck-typed on purpose, never added to in place
+    run, _, out = _one_run(s.fn, s.args, s.kwargs, clock, guard, False, None, None, gc_was)  # type: ignore[arg-type]
     del out  # the graph of this run is not needed: free it before the other side runs
     if s.ref is None:
         if [t.__name__ for t in run.types] != [d["op"] for _, d in sorted(graph.nx.nodes(data=True))]:

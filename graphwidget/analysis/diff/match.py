@@ -1,25 +1,30 @@
 """Which node of graph A is which node of graph B: GumTree's phases adapted to autograd DAGs (``docs/diff.md``).
 
-1. **Anchors** — roots with roots (in order); leaves with leaves of the same name (``compare`` names inputs by
-   argument position or keyword, parameters by their module path), else unnamed leaves of the same shape and dtype
-   in order when both graphs have as many of them.
+1. **Anchors** — the roots (one each: paired whatever they are; several: same op and shapes, in order); leaves with
+   leaves of the same name (``compare`` names inputs by argument position or keyword, parameters by their module
+   path), else unnamed leaves of the same shape and dtype in order when both graphs have as many of them.
 2. **Identical sub-DAGs** — a structural hash of what flows *in* (op, output shapes, the hashes of the inputs in slot
    order, a leaf's name), computed from the leaves up; pairs whose hash is unique in both graphs are matched, largest
-   sub-DAG first, and the match spreads to their inputs. Then the same with a hash of where a node's output *goes*
-   (op, shapes, the hashes of its consumers and the slots it feeds), computed from the roots down, spreading to the
-   consumers.
-3. **Extension** — (a) *chains*: below two matched nodes, the same input slot leads in both graphs to a chain of
-   unmatched single-input nodes; the two chains are aligned by the longest common subsequence of their ops (an
-   inserted ``unsqueeze`` or a removed ``repeat`` leaves the rest of the chain matched); (b) *Dice*: an unmatched node
-   next to matched ones is matched to the unmatched node of the same op with the highest share of matched neighbours
-   in common (``2·common / (|N(a)| + |N(b)|) ≥`` :data:`MIN_DICE`); ties go to the same source line (or code), then to
-   creation order. (a) and (b) repeat until nothing changes.
+   sub-DAG first, and each match spreads to its inputs (identical by construction, even where not unique).
+3. **Extension**, in rounds until nothing changes:
+
+   a. *anchored hashes* — the hash of where a node's output *goes* (op, shapes, its consumers' hashes and the slots
+      it feeds), computed from the roots down, then the input hash again, both with every matched pair as an anchor
+      (a matched node hashes to its pair), so only the unmatched part is hashed and an edit near a root or a leaf
+      does not change every hash behind it; unique pairs match and spread as in 2;
+   b. *chains* — below a matched pair, the same input slot leads on both sides to unmatched nodes: they are matched
+      in step while their ops agree; where they part, the two chains of single-input nodes (up to
+      :data:`CHAIN_MAX`) are aligned by the longest common subsequence of their ops when both end at the same
+      matched node (an inserted ``unsqueeze`` or a removed ``repeat`` leaves the rest of the chain matched);
+   c. when (a) and (b) find nothing: *Dice* — an unmatched node next to matched ones is matched to the unmatched
+      node of the same op with the highest share of matched neighbours in common (``2·common / (|N(a)| + |N(b)|)
+      ≥`` :data:`MIN_DICE`); ties go to the same source line (or code), then to creation order (``seq``).
 4. The rest is removed (only in A) or added (only in B).
 
 Everything is deterministic: hashes are interned to small integers in a table shared by both graphs (no Python
 ``hash()``, which is salted per process), and every choice is ordered by node positions. Time and memory are linear
-in nodes + edges apart from the bounded chain alignment (:data:`CHAIN_MAX`) and fan-out cap (:data:`FANOUT_CAP`).
-Torch-free: works on graphs read back with ``load_json``.
+in nodes + edges per round, apart from the bounded chain alignment and the fan-out cap (:data:`FANOUT_CAP`); the
+rounds after the first touch only the unmatched part. Torch-free: works on graphs read back with ``load_json``.
 """
 from __future__ import annotations
 
@@ -46,67 +51,103 @@ PHASES = ("anchor", "hash-up", "hash-down", "chain", "dice")
 
 
 class _Side:
-    """One graph as arrays indexed by position (node ids sorted): what the phases read, built in one pass."""
+    """One graph as arrays indexed by position (node ids sorted): what the phases read, built in one pass. Facts
+    only the extension needs (neighbour sets, names, source lines) are read lazily from the node records."""
 
-    __slots__ = ("ids", "n", "op", "shape", "name", "dtype", "seq", "source", "code", "preds", "succs", "ups",
-                 "nbrs", "roots", "order", "_by_op")
+    __slots__ = ("ids", "n", "recs", "op", "shape", "preds", "ups", "downs", "succs", "_nbrs", "roots", "order",
+                 "_by_op")
 
     def __init__(self, graph: "GradGraph") -> None:
         node, _, pred = adjacency(graph.nx)
-        ids = sorted(node)
-        pos = {i: k for k, i in enumerate(ids)}
+        ids = list(node)
         n = len(ids)
+        identity = ids == list(range(n))  # captured and loaded graphs: ids 0..n-1 in order, positions are ids
+        if not identity:
+            ids.sort()
+        pos: Any = None if identity else {i: k for k, i in enumerate(ids)}
         self.ids, self.n = ids, n
-        self.op: List[str] = []
-        self.shape: List[Tuple[Any, ...]] = []
-        self.name: List[Optional[str]] = []
-        self.dtype: List[Optional[str]] = []
-        self.seq: List[int] = []
-        self.source: List[Optional[str]] = []
-        self.code: List[Optional[str]] = []
-        self.preds: List[List[Tuple[int, int, int]]] = []  # (slot, output, pred position), by slot
-        self.ups: List[List[int]] = []  # distinct pred positions
+        recs = self.recs = [node[i] for i in ids]
+        op: List[str] = []
+        shape: List[Tuple[Any, ...]] = []
+        preds: List[List[Tuple[int, int, int]]] = []  # (slot, output, pred position), by slot
+        ups: List[List[int]] = []  # distinct pred positions
+        downs: List[List[int]] = [[] for _ in range(n)]  # distinct consumer positions
         succs: List[List[Tuple[int, int]]] = [[] for _ in range(n)]  # (slot it feeds, consumer position)
-        for k, i in enumerate(ids):
-            d = node[i]
-            self.op.append(d.get("op") or "?")
-            outs = d.get("outputs") or ()
-            self.shape.append(tuple(_shape(o) for o in outs))
-            t = d.get("tensor") if isinstance(d.get("tensor"), dict) else None
-            self.name.append(t.get("name") if t else None)
-            first = outs[0] if outs and isinstance(outs[0], dict) else (t or {})
-            self.dtype.append(first.get("dtype"))
-            s = d.get("seq")
-            self.seq.append(s if isinstance(s, int) else -1)
-            self.source.append(d.get("source"))
-            self.code.append(d.get("code"))
+        add_op, add_shape, add_preds, add_ups = op.append, shape.append, preds.append, ups.append
+        for k, d in enumerate(recs):
+            add_op(d.get("op") or "?")
+            outs = d.get("outputs")
+            if not outs:
+                add_shape(())
+            elif len(outs) == 1:
+                o = outs[0]
+                sh = o.get("shape") if isinstance(o, dict) else None
+                add_shape((tuple(sh),) if isinstance(sh, list) else (None,))
+            else:
+                add_shape(tuple(_shape(o) for o in outs))
+            pd = pred[ids[k]]
+            if not pd:
+                add_preds([])
+                add_ups([])
+                continue
             plist: List[Tuple[int, int, int]] = []
-            for u, e in pred[i].items():
-                p = pos[u]
+            up: List[int] = []
+            for u, e in pd.items():
+                p = u if identity else pos[u]
+                up.append(p)
+                downs[p].append(k)
                 plist.append((e.get("slot") or 0, e.get("output") or 0, p))
-                for extra in e.get("also") or ():
-                    if isinstance(extra, dict):
-                        plist.append((extra.get("slot") or 0, extra.get("output") or 0, p))
-            plist.sort()
-            self.preds.append(plist)
-            ups = list(dict.fromkeys(p for _, _, p in plist))
-            self.ups.append(ups)
+                also = e.get("also")
+                if also:
+                    plist.extend((x.get("slot") or 0, x.get("output") or 0, p) for x in also if isinstance(x, dict))
+            if len(plist) > 1:
+                plist.sort()
+            add_preds(plist)
+            add_ups(up)
             for slot, _, p in plist:
                 succs[p].append((slot, k))
-        self.succs = succs
-        self.nbrs: List[Tuple[int, ...]] = [
-            tuple(dict.fromkeys([*self.ups[k], *(c for _, c in succs[k])])) for k in range(n)]
+        self.op, self.shape, self.preds, self.ups, self.downs, self.succs = op, shape, preds, ups, downs, succs
+        self._nbrs: List[Optional[Tuple[int, ...]]] = [None] * n
         roots = graph.meta.get("roots") or []
-        self.roots = [pos[r] for r in roots if r in pos] or [k for k in range(n) if not succs[k]]
-        self.order = _topological(self.ups, succs, n)
+        have = set(ids)
+        self.roots = ([r if identity else pos[r] for r in roots if r in have]
+                      or [k for k in range(n) if not downs[k]])
+        self.order = _topological(ups, downs, n)
         self._by_op: Dict[int, Dict[str, List[int]]] = {}
+
+    def nbrs(self, k: int) -> Tuple[int, ...]:
+        """Distinct neighbours of ``k`` (inputs, then consumers)."""
+        v = self._nbrs[k]
+        if v is None:
+            v = self._nbrs[k] = tuple(dict.fromkeys([*self.ups[k], *self.downs[k]]))
+        return v
+
+    def name(self, k: int) -> Optional[str]:
+        t = self.recs[k].get("tensor")
+        return t.get("name") if isinstance(t, dict) else None
+
+    def dtype(self, k: int) -> Optional[str]:
+        d = self.recs[k]
+        outs = d.get("outputs") or ()
+        first = outs[0] if outs and isinstance(outs[0], dict) else d.get("tensor")
+        return first.get("dtype") if isinstance(first, dict) else None
+
+    def seq(self, k: int) -> int:
+        s = self.recs[k].get("seq")
+        return s if isinstance(s, int) else -1
+
+    def source(self, k: int) -> Optional[str]:
+        return self.recs[k].get("source")
+
+    def code(self, k: int) -> Optional[str]:
+        return self.recs[k].get("code")
 
     def neighbours_with_op(self, k: int, op: str) -> List[int]:
         """Neighbours of ``k`` whose op is ``op`` (cached per node: used for high fan-out nodes only)."""
         table = self._by_op.get(k)
         if table is None:
             table = {}
-            for v in self.nbrs[k]:
+            for v in self.nbrs(k):
                 table.setdefault(self.op[v], []).append(v)
             self._by_op[k] = table
         return table.get(op, [])
@@ -118,23 +159,19 @@ def _shape(o: Any) -> Optional[Tuple[int, ...]]:
     return None
 
 
-def _topological(ups: List[List[int]], succs: List[List[Tuple[int, int]]], n: int) -> List[int]:
+def _topological(ups: List[List[int]], downs: List[List[int]], n: int) -> List[int]:
     """Positions inputs-first (Kahn; ties by position, so the order is deterministic)."""
     indeg = [len(u) for u in ups]
-    ready = [k for k in range(n) if indeg[k] == 0]
-    ready.reverse()
+    ready = [k for k in range(n - 1, -1, -1) if not indeg[k]]
     out: List[int] = []
+    push, pop, emit = ready.append, ready.pop, out.append
     while ready:
-        k = ready.pop()
-        out.append(k)
-        seen = set()
-        for _, c in succs[k]:
-            if c in seen:
-                continue
-            seen.add(c)
+        k = pop()
+        emit(k)
+        for c in downs[k]:
             indeg[c] -= 1
-            if indeg[c] == 0:
-                ready.append(c)
+            if not indeg[c]:
+                push(c)
     if len(out) != n:  # pragma: no cover - validated graphs are acyclic
         raise ValueError("graphwidget.diff: the graph has a cycle; an autograd graph is acyclic.")
     return out
@@ -180,30 +217,29 @@ def match(graph_a: "GradGraph", graph_b: "GradGraph") -> Matching:
         m = Matching(A, B)
         _anchor_roots(m)
         _anchor_leaves(m)
+        height, depth = _ranks(A)
         table: Dict[Any, int] = {}
-        up_a, up_b = _hash_up(A, table), _hash_up(B, table)
-        _identical(m, up_a, up_b, _height(A), "hash-up", _spread_up)
-        table = {}
-        down_a, down_b = _hash_down(A, table), _hash_down(B, table)
-        _identical(m, down_a, down_b, _depth(A), "hash-down", _spread_down)
-        _extend(m)
+        _identical(m, _hash_up(A, table), _hash_up(B, table), height, "hash-up", _spread_up, "up")
+        _extend(m, height, depth)
     return m
 
 
 # -- 1. anchors ---------------------------------------------------------------------------------------------------
 def _anchor_roots(m: Matching) -> None:
+    """One root each: they are the outputs, paired whatever they are. Several: pair those of the same op and output
+    shapes, in order, where both graphs have as many of that kind (the rest is left to the hashes)."""
     A, B = m.A, m.B
-    if len(A.roots) == len(B.roots):
-        pairs = list(zip(A.roots, B.roots))
-    else:  # different numbers of outputs: pair those of the same op, in order
-        by_op: Dict[str, List[int]] = {}
-        for r in B.roots:
-            by_op.setdefault(B.op[r], []).append(r)
-        pairs = []
+    if len(A.roots) == 1 and len(B.roots) == 1:
+        pairs = [(A.roots[0], B.roots[0])]
+    else:
+        groups: Dict[Any, Tuple[List[int], List[int]]] = {}
         for r in A.roots:
-            rest = by_op.get(A.op[r])
-            if rest:
-                pairs.append((r, rest.pop(0)))
+            groups.setdefault((A.op[r], A.shape[r]), ([], []))[0].append(r)
+        for r in B.roots:
+            g = groups.get((B.op[r], B.shape[r]))
+            if g is not None:
+                g[1].append(r)
+        pairs = [p for ra, rb in groups.values() if len(ra) == len(rb) for p in zip(ra, rb)]
     for a, b in pairs:
         if m.ab[a] < 0 and m.ba[b] < 0:
             m.add(a, b, "anchor")
@@ -216,14 +252,17 @@ def _leaves(side: _Side) -> List[int]:
 def _anchor_leaves(m: Matching) -> None:
     A, B = m.A, m.B
     la, lb = _leaves(A), _leaves(B)
+    name_a, name_b = {k: A.name(k) for k in la}, {k: B.name(k) for k in lb}
     named_b: Dict[str, List[int]] = {}
     for k in lb:
-        if B.name[k]:
-            named_b.setdefault(B.name[k], []).append(k)
+        nb = name_b[k]
+        if nb:
+            named_b.setdefault(nb, []).append(k)
     named_a: Dict[str, List[int]] = {}
     for k in la:
-        if A.name[k]:
-            named_a.setdefault(A.name[k], []).append(k)
+        na = name_a[k]
+        if na:
+            named_a.setdefault(na, []).append(k)
     for name, ks in named_a.items():
         other = named_b.get(name)
         if len(ks) == 1 and other and len(other) == 1 and m.ba[other[0]] < 0:
@@ -231,11 +270,11 @@ def _anchor_leaves(m: Matching) -> None:
     # Unnamed leaves: same shape and dtype, in order, when both graphs have as many of that kind.
     groups: Dict[Any, Tuple[List[int], List[int]]] = {}
     for k in la:
-        if not A.name[k] and m.ab[k] < 0:
-            groups.setdefault((A.shape[k], A.dtype[k]), ([], []))[0].append(k)
+        if not name_a[k] and m.ab[k] < 0:
+            groups.setdefault((A.shape[k], A.dtype(k)), ([], []))[0].append(k)
     for k in lb:
-        if not B.name[k] and m.ba[k] < 0:
-            g = groups.get((B.shape[k], B.dtype[k]))
+        if not name_b[k] and m.ba[k] < 0:
+            g = groups.get((B.shape[k], B.dtype(k)))
             if g is not None:
                 g[1].append(k)
     for ka, kb in groups.values():
@@ -245,61 +284,73 @@ def _anchor_leaves(m: Matching) -> None:
 
 
 # -- 2. identical sub-DAGs ----------------------------------------------------------------------------------------
-def _hash_up(side: _Side, table: Dict[Any, int]) -> List[int]:
-    """Interned hash of each node's input sub-DAG (op, shapes, inputs' hashes by slot; leaves add their name)."""
-    h = [0] * side.n
-    op, shape, preds, name = side.op, side.shape, side.preds, side.name
+def _hash_up(side: _Side, table: Dict[Any, int], anchor: Optional[List[int]] = None) -> List[int]:
+    """Interned hash of each node's input sub-DAG (op, shapes, inputs' hashes by slot; leaves add their name).
+
+    With ``anchor`` (``anchor[k]``: the pair number of a matched node, the same on both sides; -1 when unmatched) a
+    matched node hashes to ``-1 - anchor[k]`` and only the unmatched nodes are hashed: after the first phases that is
+    a small part of the graph."""
+    op, shape, preds = side.op, side.shape, side.preds
     intern = table.setdefault
-    for k in side.order:
+    if anchor is None:
+        h = [0] * side.n
+        order = side.order
+    else:
+        h = [-1 - x for x in anchor]
+        order = [k for k in side.order if anchor[k] < 0]
+    for k in order:
         pl = preds[k]
         if pl:
-            key: Any = (op[k], shape[k], tuple((s, o, h[p]) for s, o, p in pl))
+            key: Any = (op[k], shape[k], tuple([(s, o, h[p]) for s, o, p in pl]))
         else:
-            key = (op[k], shape[k], name[k])
+            key = (op[k], shape[k], side.name(k))
         h[k] = intern(key, len(table))
     return h
 
 
-def _hash_down(side: _Side, table: Dict[Any, int]) -> List[int]:
-    """Interned hash of where each node's output goes (op, shapes, consumers' hashes with the slots fed)."""
-    h = [0] * side.n
+def _hash_down(side: _Side, table: Dict[Any, int], anchor: Optional[List[int]] = None) -> List[int]:
+    """Interned hash of where each node's output goes (op, shapes, consumers' hashes with the slots fed); ``anchor``
+    as in :func:`_hash_up`."""
     op, shape, succs = side.op, side.shape, side.succs
     intern = table.setdefault
-    for k in reversed(side.order):
-        key = (op[k], shape[k], tuple(sorted((s, h[c]) for s, c in succs[k])))
+    if anchor is None:
+        h = [0] * side.n
+        order = side.order[::-1]
+    else:
+        h = [-1 - x for x in anchor]
+        order = [k for k in reversed(side.order) if anchor[k] < 0]
+    for k in order:
+        sc = succs[k]
+        key = (op[k], shape[k], tuple(sorted([(s, h[c]) for s, c in sc])) if len(sc) > 1 else
+               ((sc[0][0], h[sc[0][1]]),) if sc else ())
         h[k] = intern(key, len(table))
     return h
 
 
-def _height(side: _Side) -> List[int]:
-    """Longest path from a leaf (a sub-DAG's size proxy: the largest identical sub-DAGs are matched first)."""
-    h = [0] * side.n
-    for k in side.order:
-        ups = side.ups[k]
-        if ups:
-            h[k] = 1 + max(h[p] for p in ups)
-    return h
+def _ranks(side: _Side) -> Tuple[List[int], List[int]]:
+    """Sizes to order unique pairs by, largest first: for input sub-DAGs, the position in inputs-first order (a node
+    comes after everything flowing into it); for consumer cones, the position in the reverse order."""
+    up = [0] * side.n
+    for r, k in enumerate(side.order):
+        up[k] = r
+    down = [side.n - 1 - r for r in up]
+    return up, down
 
 
-def _depth(side: _Side) -> List[int]:
-    """Longest path to a root."""
-    d = [0] * side.n
-    for k in reversed(side.order):
-        cs = side.succs[k]
-        if cs:
-            d[k] = 1 + max(d[c] for _, c in cs)
-    return d
-
-
-def _identical(m: Matching, ha: List[int], hb: List[int], size: List[int], how: str, spread: Any) -> None:
-    """Match the pairs whose hash is unique in both graphs (largest first) and spread each match along its
-    identical sub-DAG."""
+def _identical(m: Matching, ha: List[int], hb: List[int], size: List[int], how: str, spread: Any,
+               direction: str) -> None:
+    """Match the unmatched pairs whose hash is unique in both graphs (largest first) and spread each match along
+    its identical sub-DAG; then spread from the matched nodes next to unmatched ones (in ``direction``: ``"up"``
+    = towards their inputs, ``"down"`` = towards their consumers), which pairs up identical but non-unique
+    neighbours by their place."""
+    A, ab, ba = m.A, m.ab, m.ba
+    free_a = [k for k, b in enumerate(ab) if b < 0]
     cls_a: Dict[int, List[int]] = {}
-    for k, h in enumerate(ha):
-        cls_a.setdefault(h, []).append(k)
+    for k in free_a:
+        cls_a.setdefault(ha[k], []).append(k)
     cls_b: Dict[int, List[int]] = {}
-    for k, h in enumerate(hb):
-        cls_b.setdefault(h, []).append(k)
+    for k in [k for k, a in enumerate(ba) if a < 0]:
+        cls_b.setdefault(hb[k], []).append(k)
     unique = []
     for h, ks in cls_a.items():
         if len(ks) == 1:
@@ -308,10 +359,14 @@ def _identical(m: Matching, ha: List[int], hb: List[int], size: List[int], how: 
                 unique.append((-size[ks[0]], ks[0], other[0]))
     unique.sort()
     for _, a, b in unique:
-        if m.ab[a] < 0 and m.ba[b] < 0:
+        if ab[a] < 0 and ba[b] < 0:
             m.add(a, b, how)
-        if m.ab[a] == b:  # also spread from anchors that the hash confirms
             spread(m, ha, hb, a, b, how)
+    # the matched nodes next to unmatched ones: consumers of unmatched nodes spread up, their inputs spread down
+    back = A.downs if direction == "up" else A.ups
+    frontier = {x for k in free_a if ab[k] < 0 for x in back[k] if ab[x] >= 0}
+    for x in sorted(frontier):
+        spread(m, ha, hb, x, ab[x], how)
 
 
 def _spread_up(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how: str) -> None:
@@ -346,13 +401,35 @@ def _spread_down(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how:
 
 
 # -- 3. extension -------------------------------------------------------------------------------------------------
-def _extend(m: Matching, max_rounds: int = 16) -> None:
+def _anchored_hashes(m: Matching, height: List[int], depth: List[int]) -> None:
+    """Phase 2 again with every matched pair as an anchor: a node's hash then describes its place relative to the
+    nearest matched nodes, so an edit near the root (or a leaf) no longer changes every hash behind it."""
+    A, B = m.A, m.B
+    for how, hasher, size, spread, direction in (("hash-down", _hash_down, depth, _spread_down, "down"),
+                                                 ("hash-up", _hash_up, height, _spread_up, "up")):
+        table: Dict[Any, int] = {}
+        anchor_a = [k if b >= 0 else -1 for k, b in enumerate(m.ab)]
+        _identical(m, hasher(A, table, anchor_a), hasher(B, table, m.ba), size, how, spread, direction)
+
+
+def _extend(m: Matching, height: List[int], depth: List[int], max_rounds: int = 16) -> None:
+    """Anchored hashes and chains while they find pairs (cheap, linear); Dice when they stall; until nothing
+    changes."""
+    rank = depth  # consumers first: a chain is aligned from its matched upper end
     for _ in range(max_rounds):
         before = m.count
-        _chains(m)
-        _dice(m)
-        if m.count == before:
+        if before == m.A.n or before == m.B.n:
             return
+        _anchored_hashes(m, height, depth)
+        for _ in range(max_rounds):
+            n0 = m.count
+            _chains(m, rank)
+            if m.count == n0:
+                break
+        if m.count == before:
+            _dice(m)
+            if m.count == before or m.count == m.A.n or m.count == m.B.n:
+                return
 
 
 def _walk_up(side: _Side, matched: List[int], start: int) -> Tuple[List[int], int]:
@@ -369,31 +446,47 @@ def _walk_up(side: _Side, matched: List[int], start: int) -> Tuple[List[int], in
     return chain, v
 
 
-def _chains(m: Matching) -> None:
-    A, B = m.A, m.B
-    for x in A.order[::-1]:  # consumers first: a chain is aligned from its matched upper end
-        y = m.ab[x]
-        if y < 0:
-            continue
+def _chains(m: Matching, rank: List[int]) -> None:
+    A, B, ab, ba = m.A, m.B, m.ab, m.ba
+    # only matched consumers of unmatched nodes can start a chain
+    starts = {c for a, b in enumerate(ab) if b < 0 for c in A.downs[a] if ab[c] >= 0}
+    for x in sorted(starts, key=rank.__getitem__):
+        y = ab[x]
         slots_b = {s: p for s, _, p in B.preds[y]}
         for s, _, p in A.preds[x]:
             q = slots_b.get(s)
-            if q is None or (m.ab[p] >= 0 and m.ba[q] >= 0):
+            if q is None:
                 continue
-            ca, ea = _walk_up(A, m.ab, p)
-            cb, eb = _walk_up(B, m.ba, q)
-            if not ca or not cb:
+            p, q = _lockstep(m, p, q)
+            if p < 0 or ab[p] >= 0 or ba[q] >= 0:
                 continue
-            if (ea >= 0) != (eb >= 0) or (ea >= 0 and m.ab[ea] != eb):
+            ca, ea = _walk_up(A, ab, p)
+            cb, eb = _walk_up(B, ba, q)
+            if (ea >= 0) != (eb >= 0) or (ea >= 0 and ab[ea] != eb):
                 continue  # the chains do not lead to the same place
             for a, b in _lcs(ca, cb, A.op, B.op):
-                if m.ab[a] < 0 and m.ba[b] < 0:
+                if ab[a] < 0 and ba[b] < 0:
                     m.add(a, b, "chain")
+
+
+def _lockstep(m: Matching, p: int, q: int) -> Tuple[int, int]:
+    """Match two unmatched chains in step while their ops agree (any length, linear); returns where they part
+    (-1 when one ends: a matched node, a leaf, or a node with several inputs after a match)."""
+    A, B, ab, ba = m.A, m.B, m.ab, m.ba
+    while ab[p] < 0 and ba[q] < 0 and A.op[p] == B.op[q]:
+        m.add(p, q, "chain")
+        up, uq = A.ups[p], B.ups[q]
+        if len(up) != 1 or len(uq) != 1:
+            return -1, -1
+        p, q = up[0], uq[0]
+    return p, q
 
 
 def _lcs(ca: Sequence[int], cb: Sequence[int], opa: List[str], opb: List[str]) -> List[Tuple[int, int]]:
     """Longest common subsequence of two chains' ops; the aligned pairs, nearest the matched end preferred."""
     la, lb = len(ca), len(cb)
+    if la == lb and all(opa[x] == opb[y] for x, y in zip(ca, cb)):
+        return list(zip(ca, cb))  # the usual case: nothing inserted or removed
     # table[i][j]: LCS length of ca[i:] and cb[j:]
     table = [[0] * (lb + 1) for _ in range(la + 1)]
     for i in range(la - 1, -1, -1):
@@ -417,64 +510,64 @@ def _lcs(ca: Sequence[int], cb: Sequence[int], opa: List[str], opb: List[str]) -
 
 def _dice(m: Matching) -> None:
     """Greedy best-first matching of unmatched nodes next to matched ones by the Dice score of their neighbours."""
-    A, B = m.A, m.B
+    A, B, ab, ba = m.A, m.B, m.ab, m.ba
     heap: List[Tuple[Any, ...]] = []
     retries: Dict[int, int] = {}
     cursor: Dict[Tuple[int, str], int] = {}  # high fan-out B node, op -> first index not known to be matched
 
     def same_place(a: int, b: int) -> int:
-        sa, sb = A.source[a], B.source[b]
+        sa, sb = A.source(a), B.source(b)
         if sa and sa == sb:
             return 0
-        ca, cb = A.code[a], B.code[b]
+        ca, cb = A.code(a), B.code(b)
         return 1 if ca and ca == cb else 2
 
     def push(a: int) -> None:
         opa = A.op[a]
         counts: Dict[int, int] = {}
-        for nb in A.nbrs[a]:
-            y = m.ab[nb]
+        for nb in A.nbrs(a):
+            y = ab[nb]
             if y < 0:
                 continue
-            around = B.nbrs[y]
+            around = B.nbrs(y)
             if len(around) > FANOUT_CAP:
                 same = B.neighbours_with_op(y, opa)
                 start = cursor.get((y, opa), 0)
-                while start < len(same) and m.ba[same[start]] >= 0:
+                while start < len(same) and ba[same[start]] >= 0:
                     start += 1
                 cursor[(y, opa)] = start
                 picked = []
                 for b in same[start:]:
-                    if m.ba[b] < 0:
+                    if ba[b] < 0:
                         picked.append(b)
                         if len(picked) >= FANOUT_CAP:
                             break
                 around = tuple(picked)
             for b in around:
-                if m.ba[b] < 0 and B.op[b] == opa:
+                if ba[b] < 0 and B.op[b] == opa:
                     counts[b] = counts.get(b, 0) + 1
         if not counts:
             return
-        na = len(A.nbrs[a])
+        na = len(A.nbrs(a))
         for b, c in counts.items():
-            score = 2.0 * c / (na + len(B.nbrs[b]))
+            score = 2.0 * c / (na + len(B.nbrs(b)))
             if score >= MIN_DICE:
-                heapq.heappush(heap, (-score, same_place(a, b), A.seq[a], B.seq[b], a, b))
+                heapq.heappush(heap, (-score, same_place(a, b), A.seq(a), B.seq(b), a, b))
 
-    for a in range(A.n):
-        if m.ab[a] < 0 and any(m.ab[nb] >= 0 for nb in A.nbrs[a]):
+    for a in [a for a, b in enumerate(ab) if b < 0]:
+        if any(ab[nb] >= 0 for nb in A.nbrs(a)):
             push(a)
     while heap:
         _, _, _, _, a, b = heapq.heappop(heap)
-        if m.ab[a] >= 0:
+        if ab[a] >= 0:
             continue
-        if m.ba[b] >= 0:  # its best candidate went to another node: look again (a few times)
+        if ba[b] >= 0:  # its best candidate went to another node: look again (a few times)
             r = retries.get(a, 0)
             if r < _RETRIES:
                 retries[a] = r + 1
                 push(a)
             continue
         m.add(a, b, "dice")
-        for nb in A.nbrs[a]:
-            if m.ab[nb] < 0:
+        for nb in A.nbrs(a):
+            if ab[nb] < 0:
                 push(nb)

@@ -259,6 +259,12 @@ def diff(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = None) -> 
 def build(ga: GradGraph, gb: GradGraph, labels: Sequence[str], equivalence: Optional[Dict[str, Any]] = None,
           timing: Optional[Dict[str, Any]] = None) -> Diff:
     """Match and compare the fields of matched pairs (what :func:`diff` and :func:`graphwidget.compare` share)."""
+    with gc_paused():  # 100k's of small tuples and lists, no cycles: the collector's passes would cost seconds
+        return _build(ga, gb, labels, equivalence, timing)
+
+
+def _build(ga: GradGraph, gb: GradGraph, labels: Sequence[str], equivalence: Optional[Dict[str, Any]],
+           timing: Optional[Dict[str, Any]]) -> Diff:
     m = match(ga, gb)
     na, nb = node_dicts(ga.nx), node_dicts(gb.nx)
     matched = m.pairs
@@ -332,7 +338,8 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
             changed.append((c[0], c[1], c[2]))
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
-    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    raw = data.get("summary")
+    summary: Dict[str, Any] = raw if isinstance(raw, dict) else {}
     equivalence, timing = summary.get("equivalence"), summary.get("timing")
     if equivalence is not None and not isinstance(equivalence, dict):
         raise fail("summary.equivalence must be an object or null.")

@@ -411,11 +411,12 @@ export class App {
     this.toolbar.searchInput.value = "";
     this.toolbar.searchCount.textContent = "";
     this.hits = this.panes.map(() => []);
-    this.hitMasks = this.panes.map(() => null);
+    // kept, so highlightedIds() reports what is outlined (Enter has no hits to walk: it stays a no-op)
+    this.hitMasks = this.panes.map((_, k) => masks[k] ?? null);
     this.panes.forEach((p, k) => p.setSearch(masks[k] ?? null, -1));
   }
 
-  /** Pane k's search matches (a mask over its nodes), or null. */
+  /** Pane k's outlined nodes (search matches, a Changes row's or a finding's nodes; a mask), or null. */
   matchMask(k = 0): Uint8Array | null {
     return this.hitMasks[k] ?? null;
   }

@@ -154,3 +154,62 @@ def test_repeat_vs_broadcast_notebook_runs_top_to_bottom(kernel_env: Path) -> No
     assert (kernel_env / "repeat_vs_broadcast.html").stat().st_size > 10_000
     html = [o["data"]["text/html"] for c in nb.cells for o in outputs(c) if "text/html" in o.get("data", {})]
     assert any("SelectBackward0" in h for h in html)  # d.by_op() as a table
+
+
+# -- the advisor's notebooks and %gradgraph --advise ---------------------------------------------------------------
+def _run_committed(name: str, params: str, cwd: Path, timeout: int = 600) -> Any:
+    """Run notebooks/<name> top to bottom with small sizes; it must be committed without outputs."""
+    nb = nbformat.read(str(REPO / "notebooks" / name), as_version=4)
+    assert all(not c.get("outputs") and not c.get("execution_count") for c in nb.cells if c.cell_type == "code"), \
+        f"commit {name} without outputs (no stale numbers)"
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{name}: one cell tagged 'parameters' (the sizes)"
+    cells[0].source = params
+    execute(nb, cwd, timeout=timeout)
+    assert_no_errors(nb)
+    return nb
+
+
+def _text(nb: Any) -> str:
+    return "\n".join(o.get("text", "") for c in nb.cells for o in outputs(c))
+
+
+def test_memory_layout_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
+    nb = _run_committed("memory_layout.ipynb", "BATCH, SIZE, CHANNELS = 8, 32, 3\nROUNDS = 5", kernel_env)
+    text = _text(nb)
+    assert "contiguous: False | channels_last: True" in text  # a permuted NHWC batch is channels-last
+    assert "permuted batch (as is):" in text and "bmm, batch-innermost a:" in text
+    assert "1. warning memory-layout at" in text and "ms as captured and" in text
+    assert len(widget_views(nb)) == 1  # the bmm graph, with its finding
+
+
+def test_loop_vs_vectorised_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
+    nb = _run_committed("loop_vs_vectorised.ipynb", "N = 64\nREPEAT = 3", kernel_env)
+    text = _text(nb)
+    assert "1. warning loop-built at" in text
+    assert "total = total + (x[:, 0] * x[:, 1]).sum(0)  # one vectorised expression" in text
+    assert "same value and gradient" in text and "outputs and gradients match" in text
+    assert len(widget_views(nb)) == 2  # the diff and the loop graph
+
+
+def test_autograd_tour_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
+    nb = _run_committed("autograd_tour.ipynb", "SIZE = 4", kernel_env)  # its claims are asserts in its cells
+    text = _text(nb)
+    assert "Function 'SqrtBackward0' returned nan values" in text
+    assert "MulBackward0   graphwidget" in text
+    assert len(widget_views(nb)) == 1
+
+
+def test_gradgraph_advise_prints_the_findings_under_the_widget(kernel_env: Path) -> None:
+    nb = execute(notebook([
+        "%load_ext graphwidget\n"
+        "import graphwidget as gw\n"
+        "inp = gw.examples.homography_inputs(batch=2, height=16, width=16)",
+        "%gradgraph --trace --advise gw.examples.homography_repeat(**inp)",
+    ]), kernel_env)
+    assert_no_errors(nb)
+    out = outputs(nb.cells[1])
+    assert [o["output_type"] for o in out] == ["execute_result", "stream"], out
+    assert WIDGET_VIEW in out[0]["data"]
+    assert out[1]["text"].startswith("graphwidget advisor (gw.examples.homography_repeat(**inp)):\n"
+                                     "1. warning repeat-broadcast at homography.py:")

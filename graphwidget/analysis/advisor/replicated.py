@@ -19,6 +19,7 @@ from . import ops
 from .context import Context, Input
 
 Dims = FrozenSet[int]
+_NONE: Dims = frozenset()
 #: How many nodes one proof may visit before it gives up (keeps pathological graphs linear overall).
 VISIT_LIMIT = 20_000
 
@@ -208,24 +209,17 @@ def _elementwise(ctx: Context, v: int, op: str, reps: List[Tuple[Input, Optional
         lead = nd - len(inp.shape)
         if r is None and inp.output == 0 and inp.node in known:
             r = known[inp.node]
-        operands.append((inp.shape, ops.shift(r or (), lead)))
+        operands.append((inp.shape, ops.shift(r, lead) if r and lead else (r or _NONE)))
     unknown = False
     if op in ops.BINARY:
         names = ops.BINARY[op]
         have = {i.slot for i, _ in reps}
-        saved = {s.get("name"): s for s in ctx.node[v].get("saved") or ()}
-        for slot, name in enumerate(names):
-            if slot in have:
-                continue
+        missing = [name for slot, name in enumerate(names) if slot not in have] + list(ops.EXTRA_OPERANDS.get(op, ()))
+        saved = {s.get("name"): s for s in ctx.node[v].get("saved") or ()} if missing else {}
+        for name in missing:
             s = saved.get(name)
             if s is not None and s.get("shape") is not None:
-                operands.append((s["shape"], frozenset()))
-            else:
-                unknown = True
-        for name in ops.EXTRA_OPERANDS.get(op, ()):
-            s = saved.get(name)
-            if s is not None and s.get("shape") is not None:
-                operands.append((s["shape"], frozenset()))
+                operands.append((s["shape"], _NONE))
             else:
                 unknown = True
     replicated: Set[int] = set()

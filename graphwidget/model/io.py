@@ -7,8 +7,9 @@ records from the cyclic GC). The model does not know the core: the capture stage
 from __future__ import annotations
 
 import json
+import re
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from .._util.gc import gc_paused
 from . import schema
@@ -78,24 +79,103 @@ def _to_json_native(graph: "GradGraph") -> Optional[str]:
     return f"{head[:-1]},\"nodes\":{nodes},\"edges\":{edges}}}"
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"the file holds {name}, which is not JSON; write null for an unknown number")
+class _Constant:
+    """What ``NaN`` / ``Infinity`` / ``-Infinity`` parse to: found afterwards, so the error can say where it is."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _place(doc: Any, path: List[Any]) -> str:
+    """``node 7 (nodes[3]).attrs.alpha`` for the path ``["nodes", 3, "attrs", "alpha"]`` (the node named by its id,
+    as :func:`graphwidget.model.schema.validate` does); ``meta.timing.forward_ms`` elsewhere."""
+    text = ""
+    start = 0
+    if len(path) >= 2 and path[0] == "nodes" and isinstance(path[1], int):
+        node = None
+        if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and path[1] < len(doc["nodes"]):
+            node = doc["nodes"][path[1]]
+        nid = node.get("id") if isinstance(node, dict) else None
+        text, start = (f"node {nid!r} (nodes[{path[1]}])" if nid is not None else f"nodes[{path[1]}]"), 2
+    for p in path[start:]:
+        text += f"[{p}]" if isinstance(p, int) else (f".{p}" if text else str(p))
+    return text or "the document"
+
+
+def _constant_error(doc: Any, who: str) -> ValueError:
+    stack: List[Tuple[Any, List[Any]]] = [(doc, [])]
+    while stack:
+        v, path = stack.pop()
+        if isinstance(v, _Constant):
+            return ValueError(f"{who}: {_place(doc, path)} holds {v.name}, which is not JSON; write null for an "
+                              f"unknown number.")
+        if isinstance(v, dict):
+            stack.extend((x, path + [k]) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((x, path + [j]) for j, x in reversed(list(enumerate(v))))
+    return ValueError(f"{who}: the file holds NaN or Infinity, which is not JSON; write null for an unknown number.")
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
+
+
+def _nesting_error(text: str, who: str) -> ValueError:
+    """Where the text first nests deeper than :data:`~graphwidget.model.schema.MAX_DEPTH` (found by a flat scan:
+    the JSON reader itself gave up with a RecursionError)."""
+    stack: List[List[Any]] = []  # per open container: ["{", key, expecting_key] or ["[", index]
+    for m in _TOKEN.finditer(text):
+        t = m.group()
+        if t in "{[":
+            stack.append(["{", None, True] if t == "{" else ["[", 0])
+            if len(stack) > schema.MAX_DEPTH + 1:
+                path = [f[1] for f in stack[:-1]]
+                head = _place({}, path[:4])
+                # the node's id is not known yet (the reader stopped): name it by its place in "nodes"
+                return ValueError(f"{who}: {head}{'...' if len(path) > 4 else ''} is nested more than "
+                                  f"{schema.MAX_DEPTH} levels deep; this is not a graphwidget file.")
+        elif t in "}]":
+            if stack:
+                stack.pop()
+        elif t == ",":
+            if stack and stack[-1][0] == "[":
+                stack[-1][1] += 1
+            elif stack:
+                stack[-1][2] = True
+        elif t == ":":
+            if stack:
+                stack[-1][2] = False
+        elif stack and stack[-1][0] == "{" and stack[-1][2]:
+            stack[-1][1] = json.loads(t)
+    return ValueError(f"{who}: the JSON is nested too deeply to be a graphwidget file.")
 
 
 def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
-    """Parse JSON text with clear errors (not JSON, NaN, nesting so deep the parser gives up)."""
+    """Parse JSON text with clear errors (not JSON; NaN or Infinity, and where; nesting so deep the parser gives up,
+    and where)."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
     if not isinstance(text, str):
         raise TypeError(f"{who} expects the JSON text GradGraph.to_json() wrote (a str); got {type(text).__name__}.")
+    found: List[_Constant] = []
+
+    def constant(name: str) -> _Constant:
+        c = _Constant(name)
+        found.append(c)
+        return c
+
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{who}: not JSON ({exc}); pass the text GradGraph.to_json() wrote.") from None
     except RecursionError:
-        raise ValueError(f"{who}: the JSON is nested too deeply to be a graphwidget file.") from None
+        raise _nesting_error(text, who) from None
     except ValueError as exc:
         raise ValueError(f"{who}: {exc}.") from None
+    if found:
+        raise _constant_error(doc, who)
+    return doc
 
 
 def load_json(text: Any) -> "GradGraph":

@@ -75,7 +75,8 @@ def _check_finite(value: Any, path: str, depth: int = 0) -> None:
     while stack:
         v, p, d = stack.pop()
         if d > MAX_DEPTH:
-            raise SchemaError(f"{p}: nested more than {MAX_DEPTH} levels deep; this is not a graphwidget file.")
+            where = p if len(p) <= 120 else p[:100] + "..."  # the place, not 64 levels of "[0]"
+            raise SchemaError(f"{where}: nested more than {MAX_DEPTH} levels deep; this is not a graphwidget file.")
         if isinstance(v, float) and not math.isfinite(v):
             raise SchemaError(f"{p} is {v}, which JSON cannot hold; write null for an unknown number.")
         if isinstance(v, dict):
@@ -203,9 +204,17 @@ def validate(doc: Any) -> Dict[str, Any]:
     if timing is not None:
         if not isinstance(timing, dict):
             raise SchemaError(f"meta.timing must be an object or null; got {type(timing).__name__}.")
-        for key in ("forward_ms", "backward_ms", "unattributed_ms"):
+        for key in ("forward_ms", "backward_ms", "unattributed_ms", "forward_ops_ms", "backward_nodes_ms"):
             v = timing.get(key)
             _check_opt(v, _is_num(v), f"meta.timing.{key}", "a finite number")
+        for key, least in (("repeat", 1), ("warmup", 0), ("runs_used", 0)):
+            v = timing.get(key)
+            _check_opt(v, _is_int(v) and v >= least, f"meta.timing.{key}", f"an integer >= {least}")
+        for key in ("device", "clock", "stat"):
+            v = timing.get(key)
+            _check_opt(v, isinstance(v, str), f"meta.timing.{key}", "a string")
+        v = timing.get("cross_check")
+        _check_opt(v, isinstance(v, dict), "meta.timing.cross_check", "an object")
     _check_finite(meta, "meta")
     nodes, edges = doc.get("nodes"), doc.get("edges")
     if not isinstance(nodes, list) or not isinstance(edges, list):

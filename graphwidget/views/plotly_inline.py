@@ -23,10 +23,33 @@ def _esc(v: Any) -> Any:
     return v
 
 
+# Escaping is applied by charts.figure() and again by figures_html() (a figure may come from either) and must
+# happen once per trace: twice turns "&lt;" into "&amp;lt;" and the chart shows entity codes. The mark lives in the
+# trace's own ``meta`` (a dict), so it survives copies of the figure (go.Figure(fig), fig.to_dict()).
+_MARK = "graphwidget_labels_escaped"
+
+
+def _is_escaped(tr: Any) -> bool:
+    meta = getattr(tr, "meta", None)
+    return (isinstance(meta, dict) and bool(meta.get(_MARK))) or bool(getattr(tr, "_graphwidget_escaped", False))
+
+
+def _mark_escaped(tr: Any) -> None:
+    meta = getattr(tr, "meta", None)
+    if meta is None or isinstance(meta, dict):
+        tr.meta = {**(meta or {}), _MARK: True}
+    else:  # the user's own meta (a list, a string): keep it, mark the object instead
+        tr._graphwidget_escaped = True
+
+
 def escape_labels(fig: Any) -> Any:
     """Escape ``<``, ``>`` and ``&`` in every string plotly would render as text (trace data and names, axis tick
-    labels and titles). Returns the same figure."""
+    labels and titles), once per trace (calling it again, or after adding traces, escapes only the new ones).
+    Returns the same figure."""
     for tr in fig.data:
+        if _is_escaped(tr):
+            continue
+        _mark_escaped(tr)
         for prop in _TEXT_PROPS:
             try:
                 v = getattr(tr, prop)

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 
 import graphwidget as gw
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def ip() -> Iterator[InteractiveShell]:
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # start_ipython() returns None when another test module called it
     assert shell is not None
     shell.run_line_magic("load_ext", "graphwidget")
     yield shell

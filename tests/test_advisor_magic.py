@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
+from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 
 
 @pytest.fixture(scope="module")
 def ip() -> Iterator[InteractiveShell]:
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # start_ipython() returns None when another test module called it
     assert shell is not None
     shell.run_line_magic("load_ext", "graphwidget")
     shell.run_cell("import torch, graphwidget as gw\n"

@@ -23,12 +23,11 @@ def ip() -> Iterator[InteractiveShell]:
 
 
 def test_advise_prints_the_findings_after_the_result(ip: InteractiveShell, capsys: pytest.CaptureFixture):
-    ip.run_cell("%gradgraph --trace --advise ex.homography_repeat(**inp)", store_history=True)
+    res = ip.run_cell("%gradgraph --trace --advise ex.homography_repeat(**inp)", store_history=True)
     out = capsys.readouterr().out
     assert out.index("<GradGraph") < out.index("graphwidget advisor (ex.homography_repeat(**inp)):")
     assert "1. warning repeat-broadcast at homography.py:" in out and "fix: h = homo.unsqueeze(1)" in out
-    g = ip.user_ns["_"]
-    assert [f["rule"] for f in g.findings] == ["repeat-broadcast"]
+    assert [f["rule"] for f in res.result.findings] == ["repeat-broadcast"]
     # the callback ran once and is gone: the next cell prints nothing more
     ip.run_cell("1 + 1", store_history=True)
     assert "graphwidget advisor" not in capsys.readouterr().out

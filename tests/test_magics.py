@@ -8,6 +8,7 @@ import pytest
 import torch
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 
 import graphwidget as gw
@@ -16,7 +17,7 @@ from graphwidget.views.magics import GradGraphMagics, split_options
 
 @pytest.fixture(scope="module")
 def ip() -> Iterator[InteractiveShell]:
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # start_ipython() returns None when another test module called it
     assert shell is not None
     shell.run_line_magic("load_ext", "graphwidget")
     yield shell

@@ -6,6 +6,7 @@
 import { h } from "../ui/dom";
 import { formatBytes, formatCount, formatMs, formatShape } from "../model/format";
 import type { DiffDoc, DiffSummary, TotalKey } from "../schema/diff";
+import { diffFindings } from "./decode";
 
 interface TotalDef { key: TotalKey; label: string; format(v: number): string; }
 
@@ -93,6 +94,17 @@ export function renderSummary(el: HTMLElement, doc: DiffDoc): string {
     lines.push(`equivalent: ${what}`);
     cells.push(h("div", { class: "gw-sum-cell gw-good", attrs: { "data-key": "equivalence" } },
       h("div", { class: "gw-sum-label", text: "equivalence" }), h("div", { text: `✓ ${what}` })));
+  }
+  const f = diffFindings(doc);
+  if (f.a !== null || f.b !== null) {
+    // the advisor's findings: how many on each side ("—" for a side never advised) and how many of A's B fixed
+    const a = f.a === null ? "—" : String(f.a.length), b = f.b === null ? "—" : String(f.b.length);
+    const fixed = f.resolved.size ? `${f.resolved.size} resolved` : "";
+    lines.push(`findings: ${la} ${a} → ${lb} ${b}${fixed ? ` (${fixed})` : ""}`);
+    cells.push(h("div", { class: "gw-sum-cell", attrs: { "data-key": "findings", title: "The advisor's findings (Findings tab)" } },
+      h("div", { class: "gw-sum-label", text: "findings" }),
+      h("div", { class: "gw-sum-values" }, h("span", { text: a }), h("span", { class: "gw-sum-arrow", text: " → " }), h("span", { text: b })),
+      fixed ? h("div", { class: "gw-sum-delta gw-less", text: fixed }) : null));
   }
   parts.push(h("div", { class: "gw-sum-cells" }, ...cells));
   el.replaceChildren(...parts);

@@ -11,7 +11,7 @@ module is its whole public surface.
 """
 from __future__ import annotations
 
-import importlib
+import importlib as _importlib
 from typing import Any
 
 from ._version import __version__
@@ -54,7 +54,7 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(f".{mod}", __name__), attr)
+        value = getattr(_importlib.import_module(f".{mod}", __name__), attr)
         globals()[name] = value
         return value
     if name in ("capture", "trace", "profile", "examples") and _TORCH_ERROR:

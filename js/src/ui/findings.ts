@@ -68,8 +68,7 @@ export class FindingsTab {
 
   /** The tab's label: "Findings (3)" when there are some. */
   label(): string {
-    const warnings = this.sections.reduce((a, s) => a + (s.findings ?? []).filter((f, k) => f.severity === "warning" && !s.resolved?.has(k)).length, 0);
-    return this.count ? `Findings (${warnings || this.count})` : "Findings";
+    return this.count ? `Findings (${this.count})` : "Findings";
   }
 
   render(): void {

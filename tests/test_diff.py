@@ -485,3 +485,46 @@ def test_diff_works_without_torch(tmp_path: Path) -> None:
     matched, loaded, removed, added = json.loads(out.stdout)
     assert [tuple(p) for p in matched] == expected.matched == [tuple(p) for p in loaded]
     assert (removed, added) == (2, 12)
+
+
+# -- views ------------------------------------------------------------------------------------------------------------
+def test_diff_widget_traits_link_counterparts_and_check_values() -> None:
+    import traitlets
+    _, _, d = seed_graphs(named=True)
+    w = gw.DiffWidget(d, height=400)
+    assert w.colour_by == "grad_bytes" and "bwd_ms" not in w.available_metrics  # not profiled
+    assert w.sync is True and len(w._diff) > 100
+    pair = d.changed[0]
+    w.selected_a = pair[0]
+    assert w.selected_b == pair[1]  # the counterpart follows
+    w.selected_b = d.added[0]
+    assert w.selected_a is None  # an added node has none; clearing one side leaves the other
+    assert w.selected_b == d.added[0]
+    with pytest.raises(traitlets.TraitError, match="graph A .'repeat'. has no node with id 999"):
+        w.selected_a = 999
+    with pytest.raises(traitlets.TraitError, match="compare with profile=True for times"):
+        w.colour_by = "bwd_ms"
+    with pytest.raises(traitlets.TraitError, match="at least 120"):
+        w.height = 50
+    with pytest.raises(TypeError, match="unexpected keyword argument.*selected.*takes height, selected_a"):
+        gw.DiffWidget(d, selected=3)
+    assert repr(w).startswith("DiffWidget 'repeat' vs 'broadcast'")
+    # also from the document and its JSON text
+    assert gw.DiffWidget(d.to_dict()).diff.matched == d.matched
+    assert gw.DiffWidget(d.to_json()).diff.added == d.added
+
+
+def test_export_html_of_a_diff(tmp_path: Path) -> None:
+    import base64
+    import gzip
+    import re
+    _, _, d = seed_graphs(named=True)
+    for obj in (d, d.to_json(), d.to_dict()):
+        page = gw.export_html(obj, tmp_path / "d.html").read_text()
+        m = re.search(r'<script type="application/octet-stream" id="gw-graph-data" data-kind="diff" '
+                      r'data-encoding="gzip\+base64" data-colour="grad_bytes">([^<]*)</script>', page)
+        assert m
+        assert json.loads(gzip.decompress(base64.b64decode(m.group(1)))) == json.loads(d.to_json())
+        assert "<title>repeat vs broadcast</title>" in page and "default-src 'none'" in page
+    one = gw.export_html(d.a, tmp_path / "a.html").read_text()
+    assert 'data-kind="diff"' not in one

@@ -296,12 +296,13 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
         equivalence = _equivalence(ra, rb, input_names)
         timing = None
         if profile:
+            from ...profile.runner import guess_device
             from .interleave import GradGuard, interleaved
             guard = GradGuard()
             try:
                 timing = interleaved([(_guarded(fn, side, label), a, k, state.reset)
                                       for fn, side, label, a, k in copies],
-                                     [ra.graph, rb.graph], repeat, guard)
+                                     [ra.graph, rb.graph], repeat, guard, guess_device(fn_a, args, kwargs))
             finally:
                 guard.restore()
     finally:

@@ -22,7 +22,7 @@ from ..._util.stats import bootstrap_interval, median
 from ...model.graph import GradGraph
 from ...profile.clocks import CpuClock, CudaClock
 from ...profile.hooks import Run, call_map
-from ...profile.runner import _one_run, guess_device, structure_error
+from ...profile.runner import _one_run, structure_error
 
 LEVEL = 0.95
 VERDICTS = ("B faster", "B slower", "no measurable difference")
@@ -71,12 +71,13 @@ class _Side:
 
 
 def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping[str, Any], Callable[[], None]]],
-                graphs: Sequence[GradGraph], repeat: int, guard: GradGuard) -> Dict[str, Any]:
+                graphs: Sequence[GradGraph], repeat: int, guard: GradGuard, device: torch.device) -> Dict[str, Any]:
     """Time both sides over ``repeat`` interleaved rounds (after one warmup round), write per-node medians
     (``fwd_ms``, ``bwd_ms``) and ``meta["timing"]`` into ``graphs`` (the two graphs already captured from the same
     functions and inputs), and return the timing record of the diff document (backward B/A, interval, verdict).
-    ``before`` (per side) is called before every run (it resets the RNG and module buffers)."""
-    dev = guess_device(sides[0][0], sides[0][1], sides[0][2])
+    ``before`` (per side) is called before every run (it resets the RNG and module buffers); ``device`` picks the
+    clock (CUDA events on a CUDA device)."""
+    dev = device
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
     state = [_Side(*s) for s in sides]
     gc_was = gc.isenabled()

@@ -52,3 +52,16 @@ def test_advise_outside_a_cell_prints_at_once(ip: InteractiveShell, capsys: pyte
 
 def test_advise_is_in_the_help(ip: InteractiveShell):
     assert "--advise" in ip.magics_manager.magics["line"]["gradgraph"].__doc__
+
+
+def test_advise_with_html_exports_the_findings(ip: InteractiveShell, tmp_path, capsys: pytest.CaptureFixture):
+    import base64
+    import gzip
+    import json
+    import re
+    path = tmp_path / "advised.html"
+    ip.run_line_magic("gradgraph", f"--trace --advise --html {path} ex.homography_repeat(**inp)")
+    capsys.readouterr()
+    data = re.search(r'id="gw-graph-data"[^>]*>([^<]+)<', path.read_text()).group(1)
+    doc = json.loads(gzip.decompress(base64.b64decode(data)))
+    assert [f["rule"] for f in doc["findings"]] == ["repeat-broadcast"]

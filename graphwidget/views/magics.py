@@ -328,11 +328,11 @@ class GradGraphMagics(Magics):
         return graph
 
     def _finish(self, args: argparse.Namespace, graph: GradGraph) -> GradGraph:
+        if getattr(args, "advise", False):
+            self._advise(graph)  # first: the findings travel with the graph into the --html export
         if args.html:
             path = graph.export_html(args.html)
             print(f"graphwidget: wrote {path if path is not None else args.html}")
-        if getattr(args, "advise", False):
-            self._advise(graph)
         return graph
 
     def _advise(self, graph: GradGraph) -> None:

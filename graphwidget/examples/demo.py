@@ -122,6 +122,11 @@ def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 15,
     for r in list(d.by_op())[:3]:
         print(f"    {r['key']:<22} {_human_bytes(r['a']['grad_bytes']):>10} -> {_human_bytes(r['b']['grad_bytes']):>10}"
               f"   ({r['a']['count']} -> {r['b']['count']} nodes)")
+    from ..analysis.advisor import print_findings
+    print("\nwhat the advisor says (the findings travel into the exports):")
+    for g in (a, b):
+        g.advise()
+        print_findings(g)
     written: List[Path] = []
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

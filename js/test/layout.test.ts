@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { layeredLayout, placeRow, backEdges, longestPathLayers } from "../src/layout/layered";
 import { dagreLayout } from "../src/layout/dagre";
 import { computeLayout } from "../src/layout";
-import { NODE_SEP, type LayoutInput, type LayoutResult } from "../src/layout/types";
+import { MAX_ROW_W, NODE_SEP, type LayoutInput, type LayoutResult } from "../src/layout/types";
 
 function input(n: number, edges: [number, number][], w = 80, h = 30): LayoutInput {
   return {
@@ -68,11 +68,30 @@ describe("layered layout", () => {
     const edges: [number, number][] = Array.from({ length: 30 }, (_, i) => [i + 1, 0]);
     const inp = input(31, edges);
     const r = layeredLayout(inp);
-    const row = Array.from({ length: 30 }, (_, i) => i + 1).sort((a, b) => r.x[a] - r.x[b]);
-    for (let j = 1; j < row.length; j++) {
-      const a = row[j - 1], b = row[j];
-      expect(r.x[b] - r.x[a]).toBeGreaterThanOrEqual((inp.w[a] + inp.w[b]) / 2 + NODE_SEP - 1e-6);
+    // a layer this wide is folded onto several rows (MAX_ROW_W): the gaps hold within each of them
+    const rows = new Map<number, number[]>();
+    for (let i = 1; i <= 30; i++) rows.set(r.y[i], [...(rows.get(r.y[i]) ?? []), i]);
+    for (const row of rows.values()) {
+      row.sort((a, b) => r.x[a] - r.x[b]);
+      for (let j = 1; j < row.length; j++) {
+        const a = row[j - 1], b = row[j];
+        expect(r.x[b] - r.x[a]).toBeGreaterThanOrEqual((inp.w[a] + inp.w[b]) / 2 + NODE_SEP - 1e-6);
+      }
     }
+  });
+
+  it("folds a very wide layer onto rows, so the drawing is not a line", () => {
+    const edges: [number, number][] = Array.from({ length: 200 }, (_, i) => [i + 1, 0]);
+    const inp = input(201, edges);
+    const r = layeredLayout(inp);
+    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    for (let i = 0; i <= 200; i++) {
+      x0 = Math.min(x0, r.x[i] - inp.w[i] / 2); x1 = Math.max(x1, r.x[i] + inp.w[i] / 2);
+      y0 = Math.min(y0, r.y[i] - inp.h[i] / 2); y1 = Math.max(y1, r.y[i] + inp.h[i] / 2);
+    }
+    expect(x1 - x0).toBeLessThanOrEqual(MAX_ROW_W + 1);
+    expect((x1 - x0) / (y1 - y0)).toBeLessThan(8);
+    for (let i = 1; i <= 200; i++) expect(r.y[i]).toBeLessThan(r.y[0]); // still above their consumer
   });
 
   it("places a leaf next to its consumer, not on the top row", () => {

@@ -1,11 +1,12 @@
 /** Geometry of a laid-out view: bounds, the opening camera, hit testing of items and edges. */
 import type { ViewGraph } from "../model/view";
 import { Camera, clamp, type CameraState } from "./camera";
-import { edgeDistance2 } from "./render";
+import { edgeDistance2, LEGIBLE_SCALE } from "./render";
+import { FRAME_TITLE_H } from "../layout/types";
 
 export type Bounds = [number, number, number, number];
 
-/** [x0, y0, x1, y1] around every drawn item, or null for an empty view. */
+/** [x0, y0, x1, y1] around every drawn item and frame, or null for an empty view. */
 export function viewBounds(v: ViewGraph): Bounds | null {
   if (!v.items.length) return null;
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
@@ -13,33 +14,65 @@ export function viewBounds(v: ViewGraph): Bounds | null {
     x0 = Math.min(x0, it.x - it.w / 2); x1 = Math.max(x1, it.x + it.w / 2);
     y0 = Math.min(y0, it.y - it.h / 2); y1 = Math.max(y1, it.y + it.h / 2);
   }
+  for (const f of v.frames) {
+    x0 = Math.min(x0, f.x - f.w / 2); x1 = Math.max(x1, f.x + f.w / 2);
+    y0 = Math.min(y0, f.y - f.h / 2); y1 = Math.max(y1, f.y + f.h / 2);
+  }
   return [x0, y0, x1, y1];
 }
 
+/** Bounds of one frame. */
+export function frameBounds(v: ViewGraph, f: number): Bounds {
+  const fr = v.frames[f];
+  return [fr.x - fr.w / 2, fr.y - fr.h / 2, fr.x + fr.w / 2, fr.y + fr.h / 2];
+}
+
 /**
- * First view: fit, unless that shrinks the graph into an unreadable sliver (a deep network is a very tall
- * drawing). Then start readable at the top, where the flow begins; the minimap shows the rest.
+ * The camera that shows `b` whole if that is readable, else readable at its top, where the flow begins: a view
+ * whose fitted scale is under `legible` starts at that scale (at most 0.8), centred on what is drawn in the first
+ * screenful, and the minimap shows the rest. Views of mostly groups stay fitted down to half that scale: group
+ * labels are drawn at every zoom, so the whole structure can be read.
  */
-export function openingCamera(v: ViewGraph, w: number, h: number): CameraState | null {
-  const b = viewBounds(v);
-  if (!b) return null;
+export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = LEGIBLE_SCALE): CameraState {
   const fitted = Camera.fitBounds(b, w, h);
-  if (fitted.s >= 0.3) return fitted;
-  const [x0, y0, x1] = b;
+  const groups = v.items.reduce((a, it) => a + (it.cluster ? 1 : 0), 0);
+  const floor = groups * 2 >= v.items.length ? legible / 2 : legible;
+  if (fitted.s >= floor) return fitted;
+  const [x0, y0, x1, y1] = b;
   // Centre on what is drawn in the first screenful, not on the whole drawing (layered layouts of deep graphs
   // drift sideways, so the middle of the overall bounds can be empty at the top), and zoom out, down to the
-  // fitted scale's floor of 0.3, until those top items fit side by side.
+  // legible scale, until those top items fit side by side.
   const yTop = y0 + h / 0.8;
   let lo = Infinity;
   let hi = -Infinity;
   for (const it of v.items) {
-    if (it.y > yTop) continue;
+    if (it.y > yTop || it.y < y0 || it.x < x0 || it.x > x1) continue;
     lo = Math.min(lo, it.x - it.w / 2);
     hi = Math.max(hi, it.x + it.w / 2);
   }
   if (!Number.isFinite(lo)) { lo = x0; hi = x1; }
-  const s = clamp((w - 48) / Math.max(hi - lo, 1), 0.3, 0.8);
+  // frames around the top items are part of what is read there: keep their left and right edges on screen if
+  // they fit at the chosen scale
+  const s = clamp((w - 48) / Math.max(hi - lo, 1), legible, 0.8);
+  if ((x1 - x0) * s <= w - 48) { lo = x0; hi = x1; }
   return { s, tx: w / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
+}
+
+/** First view: fitted, or readable at the top of a tall drawing (see readableCamera). */
+export function openingCamera(v: ViewGraph, w: number, h: number): CameraState | null {
+  const b = viewBounds(v);
+  return b ? readableCamera(v, b, w, h) : null;
+}
+
+/** The frame whose title bar is under world point (wx, wy), or -1; the bar stays ≥ 14 screen pixels tall to hit. */
+export function hitFrameTitle(v: ViewGraph, scale: number, wx: number, wy: number): number {
+  const bar = Math.max(FRAME_TITLE_H, 14 / scale);
+  for (let f = v.frames.length - 1; f >= 0; f--) {
+    const fr = v.frames[f];
+    const top = fr.y - fr.h / 2;
+    if (wy >= top && wy <= top + bar && Math.abs(wx - fr.x) <= fr.w / 2) return f;
+  }
+  return -1;
 }
 
 /** The topmost item under world point (wx, wy), or -1; tiny boxes when zoomed out stay clickable. */

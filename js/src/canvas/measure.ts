@@ -2,6 +2,8 @@
 export const FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 export const LABEL_FONT = `600 12px ${FONT_FAMILY}`;
 export const SUB_FONT = `10px ${FONT_FAMILY}`;
+/** frame titles (expanded groups), at world scale */
+export const TITLE_FONT = `600 11px ${FONT_FAMILY}`;
 const PAD = 10;
 const MIN_W = 56;
 const MAX_W = 240;
@@ -14,7 +16,8 @@ export class TextMeasurer {
   private cache = new Map<string, number>();
 
   constructor() {
-    const c = typeof OffscreenCanvas !== "undefined" ? new OffscreenCanvas(1, 1).getContext("2d") : document.createElement("canvas").getContext("2d");
+    const c = typeof OffscreenCanvas !== "undefined" ? new OffscreenCanvas(1, 1).getContext("2d")
+      : typeof document !== "undefined" ? document.createElement("canvas").getContext("2d") : null;
     // no canvas (jsdom-less unit tests): approximate 7 px per character
     this.ctx = (c as Ctx | null) ?? { font: "", measureText: (s: string) => ({ width: s.length * 7 }) };
   }

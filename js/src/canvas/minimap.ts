@@ -1,33 +1,51 @@
 /**
- * Overview in the corner: every item as a coloured speck, plus the viewport rectangle. The specks are drawn once
- * per layout/colour change into a backing canvas; each frame only copies it and draws the rectangle.
- * Click or drag in it to move the view.
+ * Overview in the corner: every item as a coloured speck, open groups as outlines, plus the viewport rectangle.
+ * The specks are drawn once per layout/colour change into a backing canvas; each frame only copies it and draws
+ * the rectangle. Click or drag in it to move the view.
+ *
+ * It stays out of the drawing's way: the pane hides it when the whole drawing is on screen and folds it to its
+ * button (in the zoom controls) when it would cover a node; that button shows or hides it, and the user's choice
+ * then holds.
  */
 import { BUCKET_COLOURS, bucketOf } from "../model/colour";
 import type { CameraState } from "./camera";
+import type { ViewGraph } from "../model/view";
+import { LIGHT, type Theme } from "./theme";
 
-const MISSING_GREY = "#b8bec8";
 /** diff status specks (changed, added, removed), drawn on top so changes can be found in a big graph */
 const STATUS_SPECK: Record<number, string> = { 2: "#d97706", 3: "#16a34a", 4: "#dc2626" };
-import type { ViewGraph } from "../model/view";
 
 export const MINIMAP_W = 180;
 export const MINIMAP_H = 120;
 
 export class Minimap {
   readonly el: HTMLCanvasElement;
+  /** the show/hide button (the pane puts it with its zoom controls) */
+  readonly button: HTMLButtonElement;
   private base: HTMLCanvasElement;
   private scale = 1;
   private ox = 0;
   private oy = 0;
   private dpr = 1;
+  private theme: Theme = LIGHT;
+  /** what the pane would like (shown unless it would be in the way) and what the user chose, if anything */
+  private wanted = false;
+  private chosen: boolean | null = null;
 
   constructor(parent: HTMLElement, private onCentre: (wx: number, wy: number) => void) {
     this.el = document.createElement("canvas");
     this.el.className = "gw-minimap";
     this.el.title = "Overview: click or drag to move the view";
+    this.el.hidden = true;
     this.base = document.createElement("canvas");
     parent.appendChild(this.el);
+    this.button = document.createElement("button");
+    this.button.type = "button";
+    this.button.className = "gw-maptoggle";
+    this.button.textContent = "▣";
+    this.button.setAttribute("data-action", "minimap");
+    this.button.addEventListener("click", () => { this.chosen = this.el.hidden; this.apply(); });
+    this.apply();
     let dragging = false;
     const go = (ev: PointerEvent) => {
       const r = this.el.getBoundingClientRect();
@@ -39,6 +57,41 @@ export class Minimap {
     this.el.addEventListener("pointerup", () => { dragging = false; });
   }
 
+  /** The pane's preference: shown (true) or out of the way (false); the user's choice, once made, wins. */
+  auto(show: boolean): void {
+    this.wanted = show;
+    this.apply();
+  }
+
+  get shown(): boolean {
+    return !this.el.hidden;
+  }
+
+  private apply(): void {
+    const show = this.chosen ?? this.wanted;
+    this.el.hidden = !show;
+    this.button.setAttribute("aria-pressed", String(show));
+    const what = show ? "Hide the overview map" : "Show the overview map";
+    this.button.title = what;
+    this.button.setAttribute("aria-label", what);
+  }
+
+  /** Where the minimap sits (shown or not) relative to `host`'s top-left, in CSS pixels, or null if not laid out. */
+  rectIn(host: HTMLElement): { left: number; top: number; right: number; bottom: number } | null {
+    const hidden = this.el.hidden;
+    if (hidden) { this.el.style.visibility = "hidden"; this.el.hidden = false; }
+    const r = this.el.getBoundingClientRect();
+    if (hidden) { this.el.hidden = true; this.el.style.visibility = ""; }
+    const h = host.getBoundingClientRect();
+    if (!r.width) return null;
+    const pad = 6; // keep a little air between a node and the overlay
+    return { left: r.left - h.left - pad, top: r.top - h.top - pad, right: r.right - h.left + pad, bottom: r.bottom - h.top + pad };
+  }
+
+  setTheme(th: Theme): void {
+    this.theme = th;
+  }
+
   /** Redraws the specks (after a layout or a colour change). */
   update(view: ViewGraph, t: Float64Array, hot: Uint8Array, status: Uint8Array | null = null): void {
     this.dpr = window.devicePixelRatio || 1;
@@ -47,6 +100,10 @@ export class Minimap {
     for (const it of view.items) {
       x0 = Math.min(x0, it.x - it.w / 2); x1 = Math.max(x1, it.x + it.w / 2);
       y0 = Math.min(y0, it.y - it.h / 2); y1 = Math.max(y1, it.y + it.h / 2);
+    }
+    for (const f of view.frames) {
+      x0 = Math.min(x0, f.x - f.w / 2); x1 = Math.max(x1, f.x + f.w / 2);
+      y0 = Math.min(y0, f.y - f.h / 2); y1 = Math.max(y1, f.y + f.h / 2);
     }
     if (!Number.isFinite(x0)) { x0 = y0 = 0; x1 = y1 = 1; }
     const pad = 6;
@@ -58,14 +115,18 @@ export class Minimap {
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     ctx.clearRect(0, 0, MINIMAP_W, MINIMAP_H);
     const s = this.scale;
+    const th = this.theme;
+    ctx.strokeStyle = th.frameStroke;
+    ctx.lineWidth = 0.6;
+    for (const f of view.frames) ctx.strokeRect(this.ox + (f.x - f.w / 2) * s, this.oy + (f.y - f.h / 2) * s, f.w * s, f.h * s);
     const rank = (i: number) => (status && status[i] >= 2 ? 2 : hot[i]);
     const order = view.items.map((_, i) => i).sort((a, b) => rank(a) - rank(b)); // hot ones, then changes, on top
     for (const i of order) {
       const it = view.items[i];
       const b = bucketOf(t[i]);
       const st = status && status[i] >= 2 ? STATUS_SPECK[status[i]] : null;
-      // the palette's pale end would vanish on white here: low and missing values become grey specks
-      ctx.fillStyle = st ?? (hot[i] ? "#7f1d1d" : b < 0 ? MISSING_GREY : b < 6 ? "#c3c8d0" : BUCKET_COLOURS[b]);
+      // the palette's pale end would vanish on a light background: low and missing values become plain specks
+      ctx.fillStyle = st ?? (hot[i] ? th.hot : b < 6 ? th.speck : BUCKET_COLOURS[b]);
       const big = hot[i] || st;
       const w = Math.max(big ? 3 : 1.2, it.w * s), h = Math.max(big ? 3 : 1.2, it.h * s);
       ctx.fillRect(this.ox + it.x * s - w / 2, this.oy + it.y * s - h / 2, w, h);
@@ -74,6 +135,7 @@ export class Minimap {
 
   /** Copies the specks and draws the current viewport. */
   frame(cam: CameraState, cssW: number, cssH: number): void {
+    if (this.el.hidden) return;
     const ctx = this.el.getContext("2d");
     if (!ctx) return;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
@@ -82,10 +144,12 @@ export class Minimap {
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     const s = this.scale;
     const x = this.ox + (-cam.tx / cam.s) * s, y = this.oy + (-cam.ty / cam.s) * s;
-    ctx.strokeStyle = "#2563eb";
+    ctx.strokeStyle = this.theme.viewport;
     ctx.lineWidth = 1.5;
-    ctx.fillStyle = "rgba(37,99,235,0.08)";
+    ctx.globalAlpha = 0.1;
+    ctx.fillStyle = this.theme.viewport;
     ctx.fillRect(x, y, (cssW / cam.s) * s, (cssH / cam.s) * s);
+    ctx.globalAlpha = 1;
     ctx.strokeRect(x, y, (cssW / cam.s) * s, (cssH / cam.s) * s);
   }
 }

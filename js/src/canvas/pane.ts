@@ -5,15 +5,16 @@
 import type { GraphModel } from "../model/graph";
 import type { Cluster, Hierarchy } from "../model/grouping";
 import { buildView, initialExpansion, sumByItem, type ViewGraph } from "../model/view";
+import type { LayoutInput } from "../layout/types";
 import { makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
 import { LayoutClient } from "../layout/client";
 import { chooseAlgorithm } from "../layout/types";
-import { TextMeasurer } from "./measure";
+import { SUB_FONT, TextMeasurer, TITLE_FONT } from "./measure";
 import { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF, draw, edgeBoxes, fillOf, type Paint } from "./render";
-import { pickTheme, type Theme } from "./theme";
+import { pickTheme, watchTheme, type Theme } from "./theme";
 import { itemStatus } from "./marks";
 import { Camera } from "./camera";
-import { edgeMidpoint, hitEdge, hitItem, openingCamera, viewBounds } from "./geometry";
+import { edgeMidpoint, frameBounds, hitEdge, hitFrameTitle, hitItem, openingCamera, readableCamera, viewBounds, type Bounds } from "./geometry";
 import { Minimap } from "./minimap";
 import { bindPointer, paneElements, watchSize, zoomControls } from "./pointer";
 import { drawFindingBadges, type DrawnBadge } from "./badges";
@@ -39,7 +40,11 @@ export interface PaneEvents {
 
 export interface Timings { view: number; layout: number; draw: number; algorithm: string; worker: string; }
 
-type Anchor = { node: number; sx: number; sy: number };
+/**
+ * What a relayout keeps in place on screen: a node (its centre), or the top-left corner of a group, whether it is
+ * drawn as a box (`item`) or as a frame (`frame`): opening a group puts its frame where its box was, and back.
+ */
+type Anchor = { node: number; sx: number; sy: number } | { frame: string; sx: number; sy: number } | { item: string; sx: number; sy: number };
 
 export class GraphPane {
   readonly el: HTMLDivElement;
@@ -75,6 +80,13 @@ export class GraphPane {
   private theme: Theme | null = null;
   /** per node: diff status code (diff/model.ts), or null outside a diff */
   private nodeStatus: Uint8Array | null = null;
+  /** the user moved the camera (or code centred something) since the view was last fitted: a resize keeps the
+   * centre then, instead of fitting again */
+  private moved = false;
+  private unwatchTheme: () => void;
+  private lastLabels = 0;
+  /** groups opened one by one (a click, the API): drawn with a frame even when they are chains or fan-ins */
+  private opened = new Set<Cluster>();
   /** the advisor's findings on this pane's nodes (badges), or null */
   findings: FindingMarks | null = null;
   /** the finding badges of the last frame, in canvas CSS pixels */
@@ -86,22 +98,52 @@ export class GraphPane {
     this.layouts = layouts ?? new LayoutClient();
     ({ el: this.el, canvas: this.canvas, tooltip: this.tooltip } = paneElements(title));
     this.minimap = new Minimap(this.el, (x, y) => this.camera.centreOn(x, y, this.cssW, this.cssH, this.camera.s, "pan"));
-    this.el.appendChild(zoomControls(this));
+    const zoom = zoomControls(this);
+    zoom.appendChild(this.minimap.button);
+    this.minimap.button.addEventListener("click", () => this.requestDraw());
+    this.el.appendChild(zoom);
     host.appendChild(this.el);
     this.ctx = this.canvas.getContext("2d")!;
     this.expanded = initialExpansion(model, hier);
     this.values = new Float64Array(model.n).fill(NaN);
     this.scale = makeScale("none", this.values);
-    this.camera.on("change", () => this.requestDraw());
-    this.sized = watchSize(this.el, (w, h) => {
-      this.cssW = w;
-      this.cssH = h;
-      const dpr = window.devicePixelRatio || 1;
-      this.canvas.width = Math.round(w * dpr);
-      this.canvas.height = Math.round(h * dpr);
-      this.drawNow();
-    }, (ro) => { this.resize = ro; });
+    this.camera.on("change", (c) => {
+      if (c.reason !== "fit" && c.reason !== "set") this.moved = true;
+      this.requestDraw();
+    });
+    this.sized = watchSize(this.el, (w, h) => this.resized(w, h), (ro) => { this.resize = ro; });
+    this.unwatchTheme = watchTheme(this.el, () => this.refreshTheme());
     bindPointer(this);
+  }
+
+  /**
+   * The pane got a new size (window resized, side panel moved, notebook column changed): the canvas follows; a
+   * view the user has not moved is fitted again, otherwise what was in the middle stays in the middle.
+   */
+  private resized(w: number, h: number): void {
+    const oldW = this.cssW, oldH = this.cssH;
+    this.cssW = w;
+    this.cssH = h;
+    const dpr = window.devicePixelRatio || 1;
+    this.canvas.width = Math.round(w * dpr);
+    this.canvas.height = Math.round(h * dpr);
+    if (this.drawnOnce && this.view && (oldW !== w || oldH !== h)) {
+      if (!this.moved) this.initialView();
+      else {
+        const [cx, cy] = this.camera.toWorld(oldW / 2, oldH / 2);
+        this.camera.centreOn(cx, cy, w, h, this.camera.s, "set");
+      }
+      this.placeOverlays();
+    }
+    this.drawNow();
+  }
+
+  /** The page's theme changed (JupyterLab theme switch, OS dark mode): new canvas colours. */
+  refreshTheme(): void {
+    this.theme = pickTheme(this.el);
+    this.minimap.setTheme(this.theme);
+    if (this.paint) this.minimap.update(this.paint.view, this.paint.t, this.paint.hot, this.paint.status);
+    this.requestDraw();
   }
 
   /** The pane's size in CSS pixels (0 × 0 until it is laid out by the page). */
@@ -130,18 +172,25 @@ export class GraphPane {
 
   private async layoutOnce(seq: number, finish: () => void, anchor?: Anchor): Promise<void> {
     const t0 = performance.now();
-    const view = buildView(this.model, this.hier, this.expanded, this.measurer.box);
+    const view = buildView(this.model, this.hier, this.expanded, this.measurer.box, (t) => this.measurer.width(`▾ ${t} · 000.0 KiB`, TITLE_FONT),
+      (c) => (c.kind === "chain" || c.kind === "fanin") && !this.opened.has(c));
     const n = view.items.length;
-    const input = {
+    const input: LayoutInput = {
       w: Float64Array.from(view.items, (it) => it.w),
       h: Float64Array.from(view.items, (it) => it.h),
       src: Int32Array.from(view.edges, (e) => e.s),
       dst: Int32Array.from(view.edges, (e) => e.t),
     };
+    if (view.frames.length) {
+      input.owner = Int32Array.from(view.items, (it) => it.frame);
+      input.fparent = Int32Array.from(view.frames, (f) => f.parent);
+      input.fminw = Float64Array.from(view.frames, (f) => f.minW);
+    }
     const t1 = performance.now();
     const res = await this.layouts.layout(input);
     if (seq !== this.layoutSeq) { finish(); return; } // superseded by a newer expand/collapse
     for (let i = 0; i < n; i++) { view.items[i].x = res.x[i]; view.items[i].y = res.y[i]; }
+    if (res.fx) view.frames.forEach((f, k) => { f.x = res.fx![k]; f.y = res.fy![k]; f.w = res.fw![k]; f.h = res.fh![k]; });
     view.edges.forEach((e, k) => { e.points = res.pts.slice(res.ptOff[k], res.ptOff[k + 1]); });
     this.timings.view = t1 - t0;
     this.timings.layout = performance.now() - t1;
@@ -152,15 +201,17 @@ export class GraphPane {
       view, edgeBox: edgeBoxes(view), t: new Float64Array(n), hot: new Uint8Array(n),
       kind: Uint8Array.from(view.items, (it) => (it.cluster ? KIND_GROUP : kindCode(this.model.nodes[it.node].kind))),
       selected: -1, hoverItem: -1, hoverEdge: -1, matches: null, currentMatch: -1, status: null, statusCount: null,
+      sub: view.items.map((it) => it.ds), ftitle: view.frames.map((f) => `▾ ${f.title}`), ft: new Float64Array(view.frames.length),
+      hoverFrame: -1, fitted: new Map(),
     };
     this.applyStatus();
     this.recolour();
     this.applyMarks();
     await this.sized;
-    if (anchor && view.rep[anchor.node] >= 0) {
-      const it = view.items[view.rep[anchor.node]];
-      this.camera.set(this.camera.s, anchor.sx - it.x * this.camera.s, anchor.sy - it.y * this.camera.s, "anchor");
-    } else if (!this.drawnOnce) this.initialView();
+    const at = anchor ? this.anchorPoint(view, anchor) : null;
+    if (anchor && at) this.camera.set(this.camera.s, anchor.sx - at[0] * this.camera.s, anchor.sy - at[1] * this.camera.s, "anchor");
+    else if (!this.drawnOnce) this.initialView();
+    this.placeOverlays();
     this.drawNow();
     this.drawnOnce = true;
     finish();
@@ -172,33 +223,47 @@ export class GraphPane {
     return this.layoutRunning;
   }
 
-  /** The topologically first member of a cluster (the node a relayout keeps in place). */
-  private firstMember(c: Cluster): number {
-    let first = -1;
-    this.hier.forEachMember(c, (i) => { if (first < 0 || this.model.topo[i] < this.model.topo[first]) first = i; });
-    return first;
+  /** The world point an anchor refers to in a new view, or null if it is not drawn there. */
+  private anchorPoint(view: ViewGraph, a: Anchor): [number, number] | null {
+    if ("node" in a) {
+      const r = view.rep[a.node];
+      return r >= 0 ? [view.items[r].x, view.items[r].y] : null;
+    }
+    if ("frame" in a) {
+      const f = view.frameOfCluster.get(a.frame);
+      if (f === undefined) return null;
+      const fr = view.frames[f];
+      return [fr.x - fr.w / 2, fr.y - fr.h / 2];
+    }
+    const i = view.itemOfCluster.get(a.item);
+    if (i === undefined) return null;
+    const it = view.items[i];
+    return [it.x - it.w / 2, it.y - it.h / 2];
   }
 
+  /** Opens a group: its frame takes the place of its box (the top-left corner stays where it was on screen). */
   expand(c: Cluster, anchorAtScreen = true): Promise<void> {
     if (this.expanded.has(c)) return this.idle();
     let anchor: Anchor | undefined;
     const idx = this.view?.itemOfCluster.get(c.id);
     if (anchorAtScreen && idx !== undefined && this.view) {
       const it = this.view.items[idx];
-      const [sx, sy] = this.camera.toScreen(it.x, it.y - it.h / 2);
-      anchor = { node: this.firstMember(c), sx, sy };
+      const [sx, sy] = this.camera.toScreen(it.x - it.w / 2, it.y - it.h / 2);
+      anchor = { frame: c.id, sx, sy };
     }
     this.expanded.add(c);
+    this.opened.add(c);
     return this.relayout(anchor);
   }
 
+  /** Closes a group (from its frame's title, the Inspector or the API): its box takes the place of its frame. */
   collapse(c: Cluster): Promise<void> {
     if (!this.expanded.delete(c)) return this.idle();
-    const first = this.firstMember(c);
-    const it = this.view ? this.view.items[this.view.rep[first]] : null;
-    if (!it) return this.relayout();
-    const [sx, sy] = this.camera.toScreen(it.x, it.y);
-    return this.relayout({ node: first, sx, sy });
+    const f = this.view?.frameOfCluster.get(c.id);
+    if (f === undefined || !this.view) return this.relayout();
+    const fr = this.view.frames[f];
+    const [sx, sy] = this.camera.toScreen(fr.x - fr.w / 2, fr.y - fr.h / 2);
+    return this.relayout({ item: c.id, sx, sy });
   }
 
   setExpanded(set: Set<Cluster>): Promise<void> {
@@ -257,8 +322,38 @@ export class GraphPane {
       p.t[k] = none ? NaN : scale.t(sums[k]);
       p.hot[k] = !none && sums[k] >= scale.hot ? 1 : 0;
     }
+    this.costLabels(sums);
     this.minimap.update(p.view, p.t, p.hot, p.status);
     this.requestDraw();
+  }
+
+  /**
+   * A group's cost in the colour metric goes on its box ("module · 49 ops · 1.2 MiB") and on its frame's title
+   * when it is open, so the first view of a model says where the cost is before anything is clicked.
+   */
+  private costLabels(sums: Float64Array): void {
+    const p = this.paint!;
+    const v = p.view;
+    const def = METRICS[this.metric];
+    const none = this.metric === "none";
+    const cost = (x: number) => (none || !Number.isFinite(x) ? "" : def.format(x));
+    v.items.forEach((it, k) => {
+      if (!it.cluster) return;
+      const c = cost(sums[k]);
+      p.sub[k] = c ? this.measurer.fit(`${it.sublabel} · ${c}`, SUB_FONT, it.w - 20 - 18) : it.ds;
+    });
+    if (!v.frames.length) return;
+    const fsum = new Float64Array(v.frames.length).fill(NaN);
+    v.items.forEach((it, k) => {
+      if (!Number.isFinite(sums[k])) return;
+      for (let f = it.frame; f >= 0; f = v.frames[f].parent) fsum[f] = Number.isNaN(fsum[f]) ? sums[k] : fsum[f] + sums[k];
+    });
+    v.frames.forEach((fr, f) => {
+      const c = cost(fsum[f]);
+      p.ft[f] = none ? NaN : this.scale.t(fsum[f]);
+      p.ftitle[f] = this.measurer.fit(`▾ ${fr.title}${c ? ` · ${c}` : ""}`, TITLE_FONT, fr.w - 16);
+    });
+    p.fitted.clear();
   }
 
   /** Diff status per node (changed, added, removed are marked; groups holding them too); null clears. */
@@ -336,12 +431,14 @@ export class GraphPane {
   fit(): void {
     const b = this.view && this.cssW ? viewBounds(this.view) : null;
     if (b) this.camera.fit(b, this.cssW, this.cssH);
+    this.moved = false;
   }
 
   /** The opening camera: fitted, or readable at the top of a tall drawing. */
   initialView(): void {
     const c = this.view && this.cssW ? openingCamera(this.view, this.cssW, this.cssH) : null;
     if (c) this.camera.set(c.s, c.tx, c.ty, "fit");
+    this.moved = false;
   }
 
   /** Centres a drawn item, zooming in far enough to read its label (never out). */
@@ -349,6 +446,55 @@ export class GraphPane {
     if (!this.view || i < 0) return;
     const it = this.view.items[i];
     this.camera.centreOn(it.x, it.y, this.cssW, this.cssH, Math.max(this.camera.s, 0.8), "centre");
+  }
+
+  /** Shows an open group's frame: whole if it is readable so, else readable from its title down. */
+  centreFrame(f: number): void {
+    if (!this.view || f < 0 || f >= this.view.frames.length || !this.cssW) return;
+    const c = readableCamera(this.view, frameBounds(this.view, f), this.cssW, this.cssH);
+    this.camera.set(c.s, c.tx, c.ty, "centre");
+  }
+
+  /** Centre of an open group's frame in client CSS pixels, or null. */
+  frameClientPosition(f: number): { x: number; y: number } | null {
+    if (!this.view || f < 0 || f >= this.view.frames.length) return null;
+    const fr = this.view.frames[f];
+    const r = this.canvas.getBoundingClientRect();
+    const [x, y] = this.camera.toScreen(fr.x, fr.y);
+    return { x: r.left + x, y: r.top + y };
+  }
+
+  /** A world rectangle in client CSS pixels: {left, top, right, bottom}. */
+  clientRect(b: Bounds): { left: number; top: number; right: number; bottom: number } {
+    const r = this.canvas.getBoundingClientRect();
+    const [x0, y0] = this.camera.toScreen(b[0], b[1]);
+    const [x1, y1] = this.camera.toScreen(b[2], b[3]);
+    return { left: r.left + x0, top: r.top + y0, right: r.left + x1, bottom: r.top + y1 };
+  }
+
+  /** Labels drawn in the last frame (node and group labels, frame titles). */
+  get labelCount(): number {
+    return this.lastLabels;
+  }
+
+  /**
+   * Keeps the minimap out of the drawing's way: hidden when the whole drawing is on screen (nothing to navigate),
+   * folded to its button when it would cover a node; the user's own choice (its button) wins from then on.
+   */
+  placeOverlays(): void {
+    const v = this.view;
+    if (!v || !this.cssW) return;
+    const b = viewBounds(v);
+    const whole = !b || (this.camera.toScreen(b[0], b[1])[0] >= -1 && this.camera.toScreen(b[0], b[1])[1] >= -1 &&
+      this.camera.toScreen(b[2], b[3])[0] <= this.cssW + 1 && this.camera.toScreen(b[2], b[3])[1] <= this.cssH + 1);
+    if (whole) { this.minimap.auto(false); return; }
+    const m = this.minimap.rectIn(this.el);
+    const covers = !!m && v.items.some((it) => {
+      const [x0, y0] = this.camera.toScreen(it.x - it.w / 2, it.y - it.h / 2);
+      const [x1, y1] = this.camera.toScreen(it.x + it.w / 2, it.y + it.h / 2);
+      return x0 < m.right && m.left < x1 && y0 < m.bottom && m.top < y1;
+    });
+    this.minimap.auto(!covers);
   }
 
   zoomBy(f: number, sx = this.cssW / 2, sy = this.cssH / 2): void {
@@ -385,6 +531,7 @@ export class GraphPane {
     if (!this.paint || !this.cssW) return;
     this.theme ??= pickTheme(this.el);
     const st = draw(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint, this.theme);
+    this.lastLabels = st.labels;
     // finding badges: on top, at a fixed screen size (badges.ts)
     this.badges = this.findings ? drawFindingBadges(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint.view, this.findings, this.theme) : [];
     this.timings.draw = st.ms;
@@ -399,7 +546,19 @@ export class GraphPane {
     return this.paint ? hitEdge(this.paint.view, this.paint.edgeBox, this.camera.s, wx, wy) : -1;
   }
 
+  /** The open group whose frame title is under a world point, or -1 (a click there collapses it). */
+  hitFrameTitle(wx: number, wy: number): number {
+    return this.view ? hitFrameTitle(this.view, this.camera.s, wx, wy) : -1;
+  }
+
+  setHoverFrame(f: number): void {
+    if (!this.paint || this.paint.hoverFrame === f) return;
+    this.paint.hoverFrame = f;
+    this.requestDraw();
+  }
+
   dispose(): void {
+    this.unwatchTheme();
     this.resize.disconnect();
     this.layouts.dispose();
     if (this.frame) cancelAnimationFrame(this.frame);

@@ -1,6 +1,10 @@
 /**
- * Mouse, wheel and keyboard on a pane's canvas: drag pans, wheel zooms about the pointer, click selects a node or
- * opens a group, hover shows the tooltip. Also the pane's zoom buttons.
+ * Mouse, wheel and keyboard on a pane's canvas: drag pans, click selects a node or opens a group (a click on an open
+ * group's frame title closes it), hover shows the tooltip. Also the pane's zoom buttons.
+ *
+ * The wheel follows the convention of maps and plotly in a scrolling page (a notebook): it scrolls the page, and
+ * zooms only with Ctrl (⌘ on a Mac; a trackpad pinch sends Ctrl too) or once the graph was clicked into; a hint
+ * says so when someone tries. Where nothing around the view scrolls (the exported page) it always zooms.
  */
 import type { GraphPane } from "./pane";
 import { tooltipLines } from "../ui/tooltip";
@@ -41,13 +45,26 @@ export function bindPointer(pane: GraphPane): void {
     if (!wasDown || moved) return;
     const p = pointerAt(pane, ev);
     const i = pane.hitItem(p.wx, p.wy);
-    if (i < 0) { void pane.select(-1, { user: true }); return; }
+    if (i < 0) {
+      const f = pane.hitFrameTitle(p.wx, p.wy);
+      if (f >= 0) { pane.setHoverFrame(-1); void pane.collapse(pane.view!.frames[f].cluster); return; }
+      void pane.select(-1, { user: true });
+      return;
+    }
     const it = pane.view!.items[i];
     if (it.cluster) void pane.expand(it.cluster);
     else void pane.select(it.node, { user: true });
   });
-  c.addEventListener("pointerleave", () => { pane.setHover(-1, -1); hideTooltip(pane); });
+  c.addEventListener("pointerleave", () => { pane.setHover(-1, -1); pane.setHoverFrame(-1); hideTooltip(pane); });
+  // clicked into (focused): the wheel zooms without Ctrl until the focus goes elsewhere
+  let engaged = false;
+  c.addEventListener("focus", () => { engaged = true; });
+  c.addEventListener("blur", () => { engaged = false; });
   c.addEventListener("wheel", (ev) => {
+    if (!(ev.ctrlKey || ev.metaKey) && !engaged && pageScrolls(pane.el)) {
+      showWheelHint(pane);
+      return; // the page scrolls
+    }
     ev.preventDefault();
     const p = pointerAt(pane, ev);
     cam.zoomAt(Math.exp(-ev.deltaY * (ev.deltaMode === 1 ? 0.05 : 0.0015)), p.sx, p.sy);
@@ -69,9 +86,12 @@ export function bindPointer(pane: GraphPane): void {
 function hover(pane: GraphPane, ev: PointerEvent): void {
   const p = pointerAt(pane, ev);
   const i = pane.hitItem(p.wx, p.wy);
-  const e = i < 0 ? pane.hitEdge(p.wx, p.wy) : -1;
+  const f = i < 0 ? pane.hitFrameTitle(p.wx, p.wy) : -1;
+  const e = i < 0 && f < 0 ? pane.hitEdge(p.wx, p.wy) : -1;
   pane.setHover(i, e);
+  pane.setHoverFrame(f);
   const lines = i >= 0 ? tooltipLines.item(pane.model, pane.hier, pane.view!.items[i], pane.values, pane.metric)
+    : f >= 0 ? tooltipLines.frame(pane.model, pane.hier, pane.view!.frames[f], pane.values, pane.metric)
     : e >= 0 ? tooltipLines.edge(pane.model, pane.view!.edges[e], pane.view!) : null;
   const extra = i >= 0 ? pane.tooltipExtra(i) : null;
   if (!lines) { hideTooltip(pane); return; }
@@ -88,7 +108,45 @@ function hover(pane: GraphPane, ev: PointerEvent): void {
   const left = Math.min(p.sx + 14, w - tip.offsetWidth - 4);
   const top = p.sy + 16 + tip.offsetHeight > h ? p.sy - tip.offsetHeight - 8 : p.sy + 16;
   tip.style.transform = `translate(${Math.max(0, left)}px, ${Math.max(0, top)}px)`;
-  pane.canvas.style.cursor = i >= 0 ? "pointer" : "grab";
+  pane.canvas.style.cursor = i >= 0 || f >= 0 ? "pointer" : "grab";
+}
+
+/** True when something around the view scrolls (a notebook, a long page): then the wheel belongs to it. */
+export function pageScrolls(el: Element): boolean {
+  let e: Element | null = el.parentElement ?? hostOf(el);
+  while (e) {
+    if (e.scrollHeight > e.clientHeight + 1) {
+      const oy = getComputedStyle(e).overflowY;
+      if (oy === "auto" || oy === "scroll" || oy === "overlay") return true;
+    }
+    e = e.parentElement ?? hostOf(e);
+  }
+  const se = document.scrollingElement;
+  return !!se && se.scrollHeight > se.clientHeight + 1 && getComputedStyle(document.body).overflowY !== "hidden";
+}
+
+/** The element a shadow root hangs from (marimo renders widgets in shadow roots), or null. */
+function hostOf(e: Element): Element | null {
+  const r = e.getRootNode();
+  return r instanceof ShadowRoot ? r.host : null;
+}
+
+const IS_MAC = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
+
+/** "Ctrl + wheel to zoom" over the graph for a moment, when the wheel scrolled the page instead. */
+function showWheelHint(pane: GraphPane): void {
+  let hint = pane.el.querySelector<HTMLElement>(".gw-hint");
+  if (!hint) {
+    hint = document.createElement("div");
+    hint.className = "gw-hint";
+    hint.setAttribute("role", "status");
+    hint.textContent = `${IS_MAC ? "⌘" : "Ctrl"} + wheel to zoom, or click the graph first`;
+    pane.el.appendChild(hint);
+  }
+  hint.hidden = false;
+  const h = hint;
+  clearTimeout(Number(h.dataset.timer));
+  h.dataset.timer = String(window.setTimeout(() => { h.hidden = true; }, 1400));
 }
 
 export function hideTooltip(pane: GraphPane): void {

@@ -4,8 +4,9 @@
  * Text is drawn with fillText: graph strings can never become markup.
  */
 import { BUCKET_COLOURS, MISSING_COLOUR, bucketOf, darkFill } from "../model/colour";
-import { LABEL_FONT, SUB_FONT } from "./measure";
+import { FONT_FAMILY, LABEL_FONT, SUB_FONT, TITLE_FONT } from "./measure";
 import type { ViewGraph } from "../model/view";
+import { FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
 import type { Theme } from "./theme";
 import { drawBadges, drawStatus } from "./marks";
@@ -32,9 +33,29 @@ export interface Paint {
   status: Uint8Array | null;
   /** per item: how many members of a group are changed, added or removed */
   statusCount: Int32Array | null;
+  /** per item: the second line as drawn (a group's: its size and its cost in the colour metric) */
+  sub: string[];
+  /** per frame: the title as drawn (with the frame's cost), and its position on the colour scale */
+  ftitle: string[];
+  ft: Float64Array;
+  /** the frame whose title is hovered, or -1 */
+  hoverFrame: number;
+  /** labels fitted to a screen width, by item/frame and width (cleared with each layout) */
+  fitted: Map<string, string>;
 }
 
-export interface DrawStats { nodes: number; edges: number; ms: number; }
+export interface DrawStats {
+  nodes: number;
+  edges: number;
+  /** labels drawn: node and group labels, frame titles (not the ×N edge counts nor badges) */
+  labels: number;
+  ms: number;
+}
+
+/** Node labels are drawn from this zoom on (12 px bold text is then 6 px: small, still legible). */
+export const LEGIBLE_SCALE = 0.5;
+/** Below it, group labels and frame titles are drawn at this fixed screen size instead (they name the structure). */
+const SCREEN_LABEL_PX = 10.5;
 
 export function edgeBoxes(view: ViewGraph): Float32Array {
   const box = new Float32Array(view.edges.length * 4);
@@ -90,7 +111,8 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
   const px = 1 / s; // one screen pixel in world units
   const vx0 = -cam.tx / s, vy0 = -cam.ty / s, vx1 = (cssW - cam.tx) / s, vy1 = (cssH - cam.ty) / s;
   const detailed = s > 0.35;
-  const text = s >= 0.45; // labels from ~5.4 px: small but legible, and the fitted view of a mid-size graph is not blank boxes
+  const text = s >= LEGIBLE_SCALE;
+  const visFrames = drawFrames(ctx, p, th, px, vx0, vy0, vx1, vy1, text);
 
   // ---- edges ----
   const visibleEdges: number[] = [];
@@ -196,6 +218,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
   if (p.selected >= 0) ring([p.selected], th.select, 3.5, 5);
 
   // ---- text ----
+  let labels = 0;
   if (text) {
     ctx.textBaseline = "middle";
     ctx.textAlign = "left";
@@ -203,20 +226,23 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
       const it = items[i];
       const light = darkFill(p.t[i]);
       const left = it.x - it.w / 2 + 10;
-      const lineY = it.ds ? it.y - 7 : it.y;
+      const sub = p.sub[i] ?? it.ds;
+      const lineY = sub ? it.y - 7 : it.y;
       ctx.font = LABEL_FONT;
       ctx.fillStyle = light ? "#ffffff" : th.text;
       ctx.fillText(it.dl, left, lineY);
-      if (it.ds) {
+      labels++;
+      if (sub && s >= 0.6) {
         ctx.font = SUB_FONT;
         ctx.fillStyle = light ? "#f3f4f6" : p.t[i] > 0.3 ? th.text : th.textMuted;
-        ctx.fillText(it.ds, left, it.y + 8);
+        ctx.fillText(sub, left, it.y + 8);
       }
       if (p.kind[i] === KIND_GROUP) {
         ctx.font = LABEL_FONT;
         ctx.fillText("+", it.x + it.w / 2 - 16, it.y);
       }
     }
+    labels += frameTitles(ctx, p, visFrames, th);
     // how many tensors an aggregated edge stands for
     ctx.font = SUB_FONT;
     ctx.fillStyle = th.bgText;
@@ -229,8 +255,161 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
       ctx.fillText(`×${e.count}`, (q[mid] + q[q.length - 2]) / 2 + 8, (q[mid + 1] + q[q.length - 1]) / 2);
     }
     if (p.status) drawBadges(ctx, p, vis, th);
+  } else {
+    labels += screenLabels(ctx, cam, dpr, cssW, cssH, p, vis, visFrames, th);
   }
-  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, ms: performance.now() - t0 };
+  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, labels, ms: performance.now() - t0 };
+}
+
+/** Frames (expanded groups) under everything else: a tinted body, a border and a title bar. Returns the visible ones. */
+function drawFrames(ctx: CanvasRenderingContext2D, p: Paint, th: Theme, px: number, vx0: number, vy0: number, vx1: number, vy1: number, detailed: boolean): number[] {
+  const frames = p.view.frames;
+  const vis: number[] = [];
+  for (let f = 0; f < frames.length; f++) {
+    const fr = frames[f];
+    if (fr.x + fr.w / 2 < vx0 || fr.x - fr.w / 2 > vx1 || fr.y + fr.h / 2 < vy0 || fr.y - fr.h / 2 > vy1) continue;
+    vis.push(f);
+  }
+  if (!vis.length) return vis;
+  // parents come first, so nested frames paint over their parents and their tints add up with depth
+  ctx.beginPath();
+  for (const f of vis) { const fr = frames[f]; box(ctx, fr.x - fr.w / 2, fr.y - fr.h / 2, fr.w, fr.h, 6, detailed); }
+  ctx.fillStyle = th.frameFill;
+  ctx.fill();
+  ctx.beginPath();
+  for (const f of vis) { const fr = frames[f]; box(ctx, fr.x - fr.w / 2, fr.y - fr.h / 2, fr.w, FRAME_TITLE_H, 6, detailed); }
+  ctx.fillStyle = th.frameTitle;
+  ctx.fill();
+  ctx.beginPath();
+  for (const f of vis) { const fr = frames[f]; box(ctx, fr.x - fr.w / 2, fr.y - fr.h / 2, fr.w, fr.h, 6, detailed); }
+  ctx.strokeStyle = th.frameStroke;
+  ctx.lineWidth = px;
+  ctx.stroke();
+  if (p.hoverFrame >= 0 && vis.includes(p.hoverFrame)) {
+    const fr = frames[p.hoverFrame];
+    ctx.beginPath();
+    box(ctx, fr.x - fr.w / 2, fr.y - fr.h / 2, fr.w, fr.h, 6, detailed);
+    ctx.strokeStyle = th.edgeHi;
+    ctx.lineWidth = 2 * px;
+    ctx.stroke();
+  }
+  return vis;
+}
+
+/** Frame titles at world scale, in the title bar ("▾" says a click there collapses the frame). */
+function frameTitles(ctx: CanvasRenderingContext2D, p: Paint, vis: number[], th: Theme): number {
+  const frames = p.view.frames;
+  ctx.font = TITLE_FONT;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = th.frameText;
+  for (const f of vis) {
+    const fr = frames[f];
+    ctx.fillText(p.ftitle[f] ?? fr.title, fr.x - fr.w / 2 + 8, fr.y - fr.h / 2 + FRAME_TITLE_H / 2 + 0.5);
+  }
+  return vis.length;
+}
+
+/**
+ * Zoomed out (node text would be too small to read): the structure is still named. Group boxes and frame titles
+ * get labels at a fixed screen size, cut to the box (from the left for module paths: their end tells siblings
+ * apart), and skipped where they would overlap a label already drawn (outer frames and bigger groups first).
+ */
+function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
+  vis: number[], visFrames: number[], th: Theme): number {
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  const fontPx = SCREEN_LABEL_PX;
+  ctx.font = `600 ${fontPx}px ${FONT_FAMILY}`;
+  const taken = new Occupancy(cssW, cssH);
+  const s = cam.s;
+  let count = 0;
+  const fitText = (key: string, text: string, width: number, left: boolean): string => {
+    const k = `${key}:${Math.floor(width / 6)}`;
+    let out = p.fitted.get(k);
+    if (out === undefined) {
+      out = cut(ctx, text, width, left);
+      p.fitted.set(k, out);
+    }
+    return out;
+  };
+  // frame titles: a tab at the frame's top-left corner
+  const frames = p.view.frames;
+  for (const f of visFrames) {
+    const fr = frames[f];
+    const sx = (fr.x - fr.w / 2) * s + cam.tx, sy = (fr.y - fr.h / 2) * s + cam.ty;
+    const sw = fr.w * s;
+    if (sw < 24) continue;
+    const txt = fitText(`f${f}`, p.ftitle[f] ?? fr.title, Math.min(sw - 8, 320), false);
+    if (txt === "…") continue;
+    const tw = ctx.measureText(txt).width;
+    const bx = Math.max(sx, 0), by = Math.max(sy, 0);
+    if (by > cssH || bx > cssW) continue;
+    const rect: Rect = [bx, by, bx + tw + 8, by + fontPx + 5];
+    if (!taken.free(rect)) continue;
+    taken.add(rect);
+    ctx.fillStyle = th.frameTab;
+    ctx.fillRect(rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]);
+    ctx.fillStyle = th.frameText;
+    ctx.fillText(txt, bx + 4, by + (fontPx + 5) / 2 + 0.5);
+    count++;
+  }
+  // closed groups: inside the box
+  const items = p.view.items;
+  const groups = vis.filter((i) => p.kind[i] === KIND_GROUP).sort((a, b) => items[b].w * items[b].h - items[a].w * items[a].h);
+  for (const i of groups) {
+    const it = items[i];
+    const sw = it.w * s, sh = it.h * s;
+    if (sh < 7 || sw < 22) continue;
+    const sx = (it.x - it.w / 2) * s + cam.tx, sy = it.y * s + cam.ty;
+    const txt = fitText(`g${i}`, it.label, sw - 6, it.cluster?.kind === "module");
+    if (txt === "…") continue;
+    const tw = ctx.measureText(txt).width;
+    const rect: Rect = [sx + 3, sy - fontPx / 2 - 1, sx + 3 + tw, sy + fontPx / 2 + 1];
+    if (!taken.free(rect)) continue;
+    taken.add(rect);
+    ctx.fillStyle = darkFill(p.t[i]) ? "#ffffff" : th.text;
+    ctx.fillText(txt, sx + 3, sy + 0.5);
+    count++;
+  }
+  return count;
+}
+
+type Rect = [number, number, number, number];
+
+/** Screen rectangles already covered by a label, bucketed in 64 px cells so a check costs a handful of tests. */
+class Occupancy {
+  private cells = new Map<number, Rect[]>();
+  constructor(private w: number, private h: number) {}
+  private keys(r: Rect): number[] {
+    const out: number[] = [];
+    const x0 = Math.max(0, Math.floor(r[0] / 64)), x1 = Math.min(Math.ceil(this.w / 64), Math.floor(r[2] / 64));
+    const y0 = Math.max(0, Math.floor(r[1] / 64)), y1 = Math.min(Math.ceil(this.h / 64), Math.floor(r[3] / 64));
+    for (let x = x0; x <= x1; x++) for (let y = y0; y <= y1; y++) out.push(y * 4096 + x);
+    return out;
+  }
+  free(r: Rect): boolean {
+    for (const k of this.keys(r)) for (const q of this.cells.get(k) ?? []) {
+      if (r[0] < q[2] && q[0] < r[2] && r[1] < q[3] && q[1] < r[3]) return false;
+    }
+    return true;
+  }
+  add(r: Rect): void {
+    for (const k of this.keys(r)) { const l = this.cells.get(k); if (l) l.push(r); else this.cells.set(k, [r]); }
+  }
+}
+
+/** Cuts text to a width with an ellipsis, at the end or (left) at the start. */
+function cut(ctx: CanvasRenderingContext2D, text: string, width: number, left: boolean): string {
+  if (ctx.measureText(text).width <= width) return text;
+  let lo = 0, hi = text.length;
+  const piece = (k: number) => (left ? `…${text.slice(text.length - k)}` : `${text.slice(0, k)}…`);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(piece(mid)).width <= width) lo = mid; else hi = mid - 1;
+  }
+  return piece(lo);
 }
 
 /** The fill of an item at position t on the colour scale (its 32-step bucket), grey for no data. */

@@ -16,7 +16,8 @@ ctx.onmessage = (ev) => {
   const { id, input } = ev.data;
   try {
     const r: LayoutResult = computeLayout(input);
-    ctx.postMessage({ id, result: r }, [r.x.buffer, r.y.buffer, r.ptOff.buffer, r.pts.buffer]);
+    const frames = [r.fx, r.fy, r.fw, r.fh].filter((a): a is Float64Array => !!a).map((a) => a.buffer);
+    ctx.postMessage({ id, result: r }, [r.x.buffer, r.y.buffer, r.ptOff.buffer, r.pts.buffer, ...frames]);
   } catch (err) {
     ctx.postMessage({ id, error: String((err as Error)?.stack ?? err) }, []);
   }

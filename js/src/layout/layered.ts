@@ -9,7 +9,7 @@
  *      minimum gaps with pool-adjacent-violators (isotonic regression), O(layer size) per layer
  * Isolated nodes are packed in a grid below the rest so a 0-edge graph is a block, not one endless row.
  */
-import { NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
+import { MAX_ROW_W, NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
 
 const ORDER_SWEEPS = 4;
 const COORD_SWEEPS = 6;
@@ -236,6 +236,7 @@ export function layeredLayout(inp: LayoutInput): LayoutResult {
     else if (it % 2 === 0) for (let l = 1; l < L; l++) place(l, up);
     else for (let l = L - 2; l >= 0; l--) place(l, down);
   }
+  yy = wrapWideRows(rows, x, y, vw, vh);
 
   packIsolated(isolated, x, y, vw, vh, rows, yy);
 
@@ -260,6 +261,45 @@ export function layeredLayout(inp: LayoutInput): LayoutResult {
     pts.set(seq, ptOff[k]);
   }
   return { x: x.slice(0, n), y: y.slice(0, n), ptOff, pts, algorithm: "layered", ms: performance.now() - t0 };
+}
+
+/**
+ * Layers wider than MAX_ROW_W (a fan of 200 weights into one op) are folded onto several rows, cut by x position
+ * so neighbours stay neighbours; otherwise the whole drawing, fitted to a screen, is a one-pixel line.
+ * Sets every y and returns the bottom of the drawing.
+ */
+function wrapWideRows(rows: number[][], x: Float64Array, y: Float64Array, w: Float64Array, h: Float64Array): number {
+  let yy = 0;
+  for (const row of rows) {
+    let hmax = 0;
+    for (const v of row) hmax = Math.max(hmax, h[v]);
+    if (!row.length) { yy += RANK_SEP; continue; }
+    const left = x[row[0]] - w[row[0]] / 2;
+    const right = x[row[row.length - 1]] + w[row[row.length - 1]] / 2;
+    const extent = right - left;
+    const parts = Math.ceil(extent / MAX_ROW_W);
+    if (parts <= 1) {
+      for (const v of row) y[v] = yy + hmax / 2;
+      yy += hmax + RANK_SEP;
+      continue;
+    }
+    // the row is already ordered by x: cut it into `parts` runs of about equal width, stacked and centred
+    const per = extent / parts;
+    const rowGap = RANK_SEP / 2;
+    let start = 0;
+    for (let p = 0; p < parts && start < row.length; p++) {
+      let end = start;
+      while (end < row.length && (p === parts - 1 || x[row[end]] - left < (p + 1) * per)) end++;
+      if (end === start) continue;
+      const a = x[row[start]] - w[row[start]] / 2, b = x[row[end - 1]] + w[row[end - 1]] / 2;
+      const shift = (left + right) / 2 - (a + b) / 2;
+      for (let i = start; i < end; i++) { x[row[i]] += shift; y[row[i]] = yy + hmax / 2; }
+      yy += hmax + rowGap;
+      start = end;
+    }
+    yy += RANK_SEP - rowGap;
+  }
+  return yy;
 }
 
 function packIsolated(iso: number[], x: Float64Array, y: Float64Array, w: Float64Array, h: Float64Array, rows: number[][], top: number): void {

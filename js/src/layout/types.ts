@@ -9,6 +9,14 @@ export interface LayoutInput {
   dst: Int32Array;
   /** "auto" picks dagre for small graphs and the linear layered layout otherwise */
   algorithm?: "auto" | "dagre" | "layered";
+  /**
+   * Compound graphs (expanded groups drawn as frames around their contents): per node, the frame holding it
+   * (-1 = top level); per frame, its enclosing frame (-1 = top level; parents come before their children) and the
+   * width its title needs. Each frame's contents are laid out on their own, then the frame is a node of its parent.
+   */
+  owner?: Int32Array;
+  fparent?: Int32Array;
+  fminw?: Float64Array;
 }
 
 export interface LayoutResult {
@@ -18,12 +26,23 @@ export interface LayoutResult {
   /** edge e's polyline is pts[ptOff[e] .. ptOff[e+1]) as x,y pairs, source end first */
   ptOff: Int32Array;
   pts: Float32Array;
-  algorithm: "dagre" | "layered";
+  /** "dagre+layered": a compound layout that used both (dagre for the small frames while its budget lasted) */
+  algorithm: "dagre" | "layered" | "dagre+layered";
   ms: number;
+  /** frames (compound input only): centre and size */
+  fx?: Float64Array;
+  fy?: Float64Array;
+  fw?: Float64Array;
+  fh?: Float64Array;
 }
 
 export const NODE_SEP = 24;
 export const RANK_SEP = 44;
+/** a frame's title bar and the padding around its contents, in world units */
+export const FRAME_TITLE_H = 22;
+export const FRAME_PAD = 10;
+/** a layer wider than this is wrapped onto several rows, so a fan of 200 weights is a block and not a line */
+export const MAX_ROW_W = 2400;
 
 /** dagre is only used where it finishes quickly (see docs/viewer.md for the measurements behind these). */
 export const DAGRE_MAX_NODES = 200;

@@ -3,7 +3,9 @@
  * clusters. This is what keeps 100k-node graphs usable: the layout and the renderer only see the view.
  *
  * Levels, outermost first:
- *   module  — nn.Module path (node.module, "a.b.c" nests in "a.b" in "a"); trivial levels are merged away
+ *   module  — nn.Module path (node.module, "a.b.c" nests in "a.b" in "a"); trivial levels are merged away. A
+ *             parameter leaf without a module goes into the module its name says (`h.3.attn.c_attn.weight` →
+ *             `h.3.attn.c_attn`), so a layer's weights sit inside the layer instead of in one row across the top
  *   chain   — maximal runs of nodes with exactly one input node and one output node ("chain ×N")
  *   fanin   — ≥ minFanIn siblings with the same op (or the same chain signature) whose only consumer is one node
  *   range   — when a cluster still has more than maxChildren children, they are cut into consecutive blocks
@@ -11,6 +13,7 @@
  * Clusters are expanded lazily (click), like Model Explorer.
  */
 import type { GraphModel } from "./graph";
+import type { GraphNode } from "../schema/types";
 
 export type ClusterKind = "root" | "module" | "chain" | "fanin" | "range";
 /** A child is a node index or a cluster. */
@@ -74,7 +77,12 @@ export class Hierarchy {
     };
     const { nodes } = this.model;
     for (let i = 0; i < nodes.length; i++) {
-      const m = nodes[i].module;
+      let m = moduleOf(nodes[i]);
+      if (m && !nodes[i].module) {
+        // a parameter placed by its name: a tied weight (GPT-2's lm_head.weight is also the token embedding) goes
+        // up to the module holding every use of it, or its module and the other user would form a cycle
+        for (const j of this.model.succsOf(i)) m = commonModule(m, nodes[j].module ?? "");
+      }
       (m ? get(m) : this.root).children.push(i);
     }
     if (byPath.size) this.simplifyModules(this.root);
@@ -275,6 +283,29 @@ export class Hierarchy {
   }
 }
 
+/**
+ * The module a node belongs in: its own `module`, or for a parameter leaf with none (autograd leaves are created
+ * outside any forward call) the owner its dotted name says: `transformer.h.3.attn.c_attn.weight` →
+ * `transformer.h.3.attn.c_attn`. A name without a dot (`x`) says nothing.
+ */
+export function moduleOf(n: GraphNode): string | null {
+  if (n.module) return n.module;
+  const name = n.kind === "leaf" ? n.tensor?.name : null;
+  if (!name) return n.module;
+  const dot = name.lastIndexOf(".");
+  return dot > 0 ? name.slice(0, dot) : n.module;
+}
+
+/** The deepest module path both paths lie in ("" for the top level). */
+export function commonModule(a: string, b: string): string {
+  if (a === b || b.startsWith(`${a}.`)) return a;
+  if (a.startsWith(`${b}.`)) return b;
+  const pa = a.split("."), pb = b.split(".");
+  let k = 0;
+  while (k < pa.length && k < pb.length && pa[k] === pb[k]) k++;
+  return pa.slice(0, k).join(".");
+}
+
 function mk(id: string, kind: ClusterKind, label: string, path: string | null, parent: Cluster | null): Cluster {
   return { id, kind, label, path, parent, children: [], size: 0, depth: 0, order: 0 };
 }
@@ -284,14 +315,47 @@ function chainSignature(m: GraphModel, c: Cluster): string {
   return ops.length <= 24 ? `chain:${ops.join(",")}` : `chain:${ops.length}:${ops[0]}:${ops[ops.length - 1]}`;
 }
 
+/**
+ * A block is named after what it holds, never after its first node: the range of modules it spans
+ * ("h.0 – h.11") when it holds modules, else its op mix ("View ×30 · Addmm ×12 · Mul ×8").
+ */
 function blockLabel(m: GraphModel, g: Cluster, kind: ClusterKind, parent: Cluster): string {
   const count = (x: Child): number => (typeof x === "number" ? 1 : x.children.reduce((a: number, y) => a + count(y), 0));
   const n = count(g);
-  const first = g.children[0];
-  const firstOp = typeof first === "number" ? m.nodes[first].op : first.label;
   if (kind === "chain") return `chain ×${n}`;
   if (kind === "fanin") return `${parent.label.replace(/ ×\d+$/, "")} ×${g.children.length}`;
-  return `${n} ops from ${firstOp}`;
+  const mods = g.children.filter((c): c is Cluster => typeof c !== "number" && c.kind === "module");
+  if (mods.length) {
+    const a = shortModuleName(mods[0].path!), b = shortModuleName(mods[mods.length - 1].path!);
+    return mods.length === 1 ? a : `${a} – ${b}`;
+  }
+  return opMix(m, g);
+}
+
+/** The three commonest ops inside a cluster, "View ×30 · Addmm ×12 · Mul ×8" ("Backward0" dropped). */
+export function opMix(m: GraphModel, c: Cluster, top = 3): string {
+  const counts = new Map<string, number>();
+  const visit = (x: Cluster) => {
+    for (const ch of x.children) {
+      if (typeof ch === "number") { const op = shortOp(m.nodes[ch].op); counts.set(op, (counts.get(op) ?? 0) + 1); } else visit(ch);
+    }
+  };
+  visit(c);
+  const best = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const parts = best.slice(0, top).map(([op, k]) => `${op} ×${k}`);
+  return best.length > top ? `${parts.join(" · ")} · …` : parts.join(" · ");
+}
+
+/** The end of a module path that tells siblings apart: "transformer.h.3" → "h.3", "encoder.attn" → "attn". */
+export function shortModuleName(path: string): string {
+  const parts = path.split(".");
+  const last = parts[parts.length - 1];
+  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last;
+}
+
+/** "AddmmBackward0" → "Addmm": the suffix is on every op and says nothing. */
+export function shortOp(op: string): string {
+  return op.replace(/Backward\d*$/, "") || op;
 }
 
 /** Module clusters show their path relative to the enclosing module. */

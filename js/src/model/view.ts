@@ -1,10 +1,12 @@
 /**
- * The view: the items (nodes and collapsed clusters) and aggregated edges drawn for one expansion state.
+ * The view: the items (nodes and collapsed clusters), the frames (expanded clusters, drawn as titled boxes around
+ * what they hold, as Model Explorer does) and the aggregated edges drawn for one expansion state.
  * Rebuilt in O(nodes + edges) on every expand/collapse.
  */
 import type { GraphModel } from "./graph";
-import { clusterTitle, type Cluster, type Hierarchy } from "./grouping";
+import { clusterTitle, shortModuleName, type Cluster, type Hierarchy } from "./grouping";
 import { shortShape, formatCount } from "./format";
+import { FRAME_PAD } from "../layout/types";
 
 export interface ViewItem {
   /** graph node index, or -1 for a collapsed cluster */
@@ -20,6 +22,25 @@ export interface ViewItem {
   /** centre, set by the layout */
   x: number;
   y: number;
+  /** the innermost frame holding this item, or -1 (top level) */
+  frame: number;
+}
+
+/** An expanded cluster, drawn as a titled frame around its contents; a click on the title collapses it. */
+export interface ViewFrame {
+  cluster: Cluster;
+  /** enclosing frame, or -1; a parent always comes before its children in `frames` */
+  parent: number;
+  /** 1 for a top-level frame */
+  depth: number;
+  title: string;
+  /** the width the title needs */
+  minW: number;
+  /** centre and size, set by the layout */
+  x: number;
+  y: number;
+  w: number;
+  h: number;
 }
 
 export interface ViewEdge {
@@ -39,6 +60,16 @@ export interface ViewGraph {
   /** node index → index of the item that shows it */
   rep: Int32Array;
   itemOfCluster: Map<string, number>;
+  frames: ViewFrame[];
+  frameOfCluster: Map<string, number>;
+}
+
+
+/** How a cluster is named where its parent is drawn (as a frame or not): relative to the enclosing module. */
+export function groupTitle(c: Cluster): string {
+  if (c.kind !== "module" || !c.path) return c.label;
+  const rel = clusterTitle(c);
+  return /^\d+$/.test(rel) ? shortModuleName(c.path) : rel;
 }
 
 export type Measure = (label: string, sublabel: string, group: boolean, cutLeft?: boolean) => { w: number; h: number; dl: string; ds: string };
@@ -53,32 +84,48 @@ export function nodeSublabel(model: GraphModel, i: number): string {
   return o ? shortShape(o.shape, o.dtype) : "";
 }
 
-export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster>, measure: Measure): ViewGraph {
+/**
+ * `frameless`: open clusters drawn without a frame, their contents as if they were their parent's (chains and
+ * fan-ins opened wholesale, in a small graph or by Expand all: they are not the model's structure, and a frame
+ * around every run of three ops is noise; one the user opened gets its frame, to close it again).
+ */
+export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster>, measure: Measure,
+  titleWidth: (title: string) => number = (t) => t.length * 7, frameless: (c: Cluster) => boolean = () => false): ViewGraph {
   const items: ViewItem[] = [];
+  const frames: ViewFrame[] = [];
   const rep = new Int32Array(model.n).fill(-1);
   const itemOfCluster = new Map<string, number>();
-  const visit = (c: Cluster) => {
+  const frameOfCluster = new Map<string, number>();
+  const visit = (c: Cluster, frame: number, depth: number) => {
     for (const ch of c.children) {
       if (typeof ch === "number") {
         rep[ch] = items.length;
         const label = model.nodes[ch].op;
         const sublabel = nodeSublabel(model, ch);
-        items.push({ node: ch, cluster: null, label, sublabel, ...measure(label, sublabel, false), x: 0, y: 0 });
+        items.push({ node: ch, cluster: null, label, sublabel, ...measure(label, sublabel, false), x: 0, y: 0, frame });
+      } else if (expanded.has(ch) && frameless(ch)) {
+        visit(ch, frame, depth);
       } else if (expanded.has(ch)) {
-        visit(ch);
+        const f = frames.length;
+        const title = `${groupTitle(ch)} · ${formatCount(ch.size)} ops`;
+        frames.push({ cluster: ch, parent: frame, depth: depth + 1, title, minW: titleWidth(title) + 2 * FRAME_PAD + 16, x: 0, y: 0, w: 0, h: 0 });
+        frameOfCluster.set(ch.id, f);
+        visit(ch, f, depth + 1);
       } else {
         const idx = items.length;
         itemOfCluster.set(ch.id, idx);
         h.forEachMember(ch, (i) => { rep[i] = idx; });
-        // module boxes carry their full path: the enclosing modules are open, hence not drawn, so a relative
-        // name ("attn") would not say which layer it is
-        const label = ch.kind === "module" && ch.path ? ch.path : clusterTitle(ch);
-        const sublabel = `${ch.kind === "module" ? "module · " : ""}${formatCount(ch.size)} ops`;
-        items.push({ node: -1, cluster: ch, label, sublabel, ...measure(label, sublabel, true, ch.kind === "module"), x: 0, y: 0 });
+        // named relative to the enclosing module, which is drawn as a frame around it when open; at the top level
+        // (nothing open around it) that is its full path
+        const label = groupTitle(ch);
+        const sublabel = `${formatCount(ch.size)} ops`;
+        // room for the cost the pane adds to the second line ("49 ops · 539 KiB")
+        const m = measure(label, `${sublabel} · 000.0 KiB`, true, ch.kind === "module");
+        items.push({ node: -1, cluster: ch, label, sublabel, ...m, ds: sublabel, x: 0, y: 0, frame });
       }
     }
   };
-  visit(h.root);
+  visit(h.root, -1, 0);
   const edges: ViewEdge[] = [];
   const byPair = new Map<number, number>();
   const m = items.length;
@@ -93,7 +140,7 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
       edges.push({ s: a, t: b, count: 1, edge: k, points: null });
     } else edges[e].count++;
   }
-  return { items, edges, rep, itemOfCluster };
+  return { items, edges, rep, itemOfCluster, frames, frameOfCluster };
 }
 
 /** Per drawn item: the sum of `values` over the nodes it shows (NaN where none has a value). */
@@ -110,17 +157,22 @@ export function sumByItem(rep: Int32Array, items: number, values: ArrayLike<numb
 }
 
 export interface ExpandPolicy {
-  /** graphs with at most this many nodes open fully expanded (no grouping visible) */
+  /** graphs with at most this many nodes open fully expanded */
   fullUpTo: number;
+  /** ... and so do graphs up to this size without any module path: there is no model structure to open level by
+   * level, only chains and blocks */
+  fullWithoutModulesUpTo: number;
   /** otherwise module and block clusters are opened a whole level at a time while the view stays under this many
    * items; chain and fan-in groups stay closed until clicked */
   budget: number;
 }
-export const DEFAULT_POLICY: ExpandPolicy = { fullUpTo: 2000, budget: 600 };
+export const DEFAULT_POLICY: ExpandPolicy = { fullUpTo: 300, fullWithoutModulesUpTo: 2000, budget: 200 };
 
-export function initialExpansion(model: GraphModel, h: Hierarchy, p: ExpandPolicy = DEFAULT_POLICY): Set<Cluster> {
+export function initialExpansion(model: GraphModel, h: Hierarchy, policy: Partial<ExpandPolicy> = {}): Set<Cluster> {
+  const p = { ...DEFAULT_POLICY, ...policy };
   const expanded = new Set<Cluster>([h.root]);
-  if (model.n <= p.fullUpTo) {
+  const modules = h.allClusters().some((c) => c.kind === "module");
+  if (model.n <= p.fullUpTo || (!modules && model.n <= p.fullWithoutModulesUpTo)) {
     for (const c of h.allClusters()) expanded.add(c);
     return expanded;
   }

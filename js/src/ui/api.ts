@@ -53,6 +53,12 @@ export interface GraphWidgetApi {
   edgeScreenPosition(source: number | string, target: number | string): { x: number; y: number } | null;
   centre(id: number | string): boolean;
   fit(): void;
+  /** labels drawn in the last frame: node and group labels, frame titles (not edge counts nor badges) */
+  labelCount(): number;
+  /** open groups drawn as titled frames: `{id, kind, label, size}` */
+  frames(): { id: string; kind: string; label: string; size: number }[];
+  /** the drawn items (nodes and closed groups) at least partly on screen, as viewport CSS pixel rectangles */
+  itemRects(): { id: number | string; left: number; top: number; right: number; bottom: number }[];
   /** the advisor's findings carried by the graph, in their order: `{rule, severity, nodes, source}` ([] if none) */
   findings(): FindingSummary[];
   /** picks finding i in the Findings tab: outlines its nodes, opens their groups, selects and centres its first
@@ -75,6 +81,8 @@ export function attachApi(app: App): GraphWidgetApi {
     const i = app.model.indexOf.get(id);
     return i === undefined ? -1 : v.rep[i];
   };
+  // an open group is drawn as a frame, not as an item
+  const frameOf = (id: number | string): number => (typeof id === "string" ? view()?.frameOfCluster.get(id) ?? -1 : -1);
   const cluster = (id: string) => {
     const c = app.hier?.clusters.get(id);
     if (!c) throw new Error(`no group with id ${JSON.stringify(id)}`);
@@ -117,14 +125,29 @@ export function attachApi(app: App): GraphWidgetApi {
     collapse: (id) => app.pane!.collapse(cluster(id)),
     expandAll: () => app.expandAll(),
     collapseAll: () => app.collapseAll(),
-    nodeScreenPosition: (id) => app.pane?.itemClientPosition(itemOf(id)) ?? null,
+    nodeScreenPosition: (id) => app.pane?.itemClientPosition(itemOf(id)) ?? app.pane?.frameClientPosition(frameOf(id)) ?? null,
     edgeScreenPosition: (a, b) => app.pane?.edgeClientPosition(itemOf(a), itemOf(b)) ?? null,
     centre: (id) => {
       const i = itemOf(id);
-      if (i < 0) return false;
-      app.pane!.centreItem(i);
+      const f = i < 0 ? frameOf(id) : -1;
+      if (i < 0 && f < 0) return false;
+      if (i >= 0) app.pane!.centreItem(i); else app.pane!.centreFrame(f);
       app.pane!.drawNow();
       return true;
+    },
+    labelCount: () => app.pane?.labelCount ?? 0,
+    frames: () => (view()?.frames ?? []).map((f) => ({ id: f.cluster.id, kind: f.cluster.kind, label: f.title, size: f.cluster.size })),
+    itemRects: () => {
+      const p = app.pane, v = view();
+      if (!p || !v) return [];
+      const r = p.canvas.getBoundingClientRect();
+      const out: { id: number | string; left: number; top: number; right: number; bottom: number }[] = [];
+      for (const it of v.items) {
+        const q = p.clientRect([it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2]);
+        if (q.right < r.left || q.left > r.right || q.bottom < r.top || q.top > r.bottom) continue;
+        out.push({ id: it.cluster ? it.cluster.id : app.model!.nodes[it.node].id, ...q });
+      }
+      return out;
     },
     fit: () => { app.pane?.fit(); app.pane?.drawNow(); },
     findings: () => (app.model?.doc.findings ?? []).map((f) => ({ rule: f.rule, severity: f.severity, nodes: [...f.nodes], source: f.source })),

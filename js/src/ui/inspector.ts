@@ -24,10 +24,13 @@ export function renderInspector(el: HTMLElement, model: GraphModel, hier: Hierar
     h("span", { class: "gw-badge", text: `id ${n.id}` }),
     n.seq !== null ? h("span", { class: "gw-badge", text: `seq ${n.seq}` }) : null));
 
-  parts.push(section("Where", kvTable([
-    ["module", n.module === null ? null : n.module === "" ? "(top level)" : n.module],
-    ["source", n.source],
-  ]), n.code ? h("pre", { class: "gw-code", text: n.code }) : null));
+  // an untraced capture knows no module or source line: no empty heading then
+  if (n.module !== null || n.source || n.code) {
+    parts.push(section("Where", kvTable([
+      ["module", n.module === null ? null : n.module === "" ? "(top level)" : n.module],
+      ["source", n.source],
+    ]), n.code ? h("pre", { class: "gw-code", text: n.code }) : null));
+  }
 
   const ob = outputBytes(n);
   parts.push(section("Cost", kvTable([

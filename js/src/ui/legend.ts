@@ -1,29 +1,42 @@
-/** Colour legend: gradient with min / middle / max ticks, the "no data" swatch and what the outline means. */
+/**
+ * Colour legend: one line in a strip under the graph (never over it): the metric, min ▬▬ max on the log scale
+ * (the middle value on hover), the "no data" swatch and what the thick outline means. Its title folds it to that
+ * title alone; the diff view and the findings add their parts after it.
+ */
 import { MISSING_COLOUR, PALETTE, METRICS, legendTicks, type Scale } from "../model/colour";
 import { h } from "./dom";
 
+const FOLDED = "gw-legend-folded";
+
 export function renderLegend(el: HTMLElement, s: Scale): void {
   const def = METRICS[s.metric];
+  const folded = el.classList.contains(FOLDED);
+  const title = (text: string) => h("button", {
+    class: "gw-legend-title", text, title: folded ? "Show the legend" : "Fold the legend",
+    attrs: { type: "button", "aria-expanded": String(!folded), "data-action": "legend" },
+    on: { click: () => { el.classList.toggle(FOLDED); renderLegend(el, s); } },
+  });
   if (s.metric === "none") {
-    el.replaceChildren(h("div", { class: "gw-legend-title", text: "Colour: none" }),
-      h("div", { class: "gw-legend-note", text: "solid = op, pill = leaf, dashed = custom Function, stacked = group" }));
+    el.replaceChildren(title("Colour: none"),
+      h("span", { class: "gw-legend-note", text: "solid = op, pill = leaf, dashed = custom Function, stacked = group, framed = open group" }));
     return;
   }
   if (!s.hasData) {
-    el.replaceChildren(h("div", { class: "gw-legend-title", text: `Colour: ${def.label}` }),
-      h("div", { class: "gw-legend-note", text: "no values in this graph" }));
+    el.replaceChildren(title(`Colour: ${def.label}`), h("span", { class: "gw-legend-note", text: "no values in this graph" }));
     return;
   }
-  const bar = h("div", { class: "gw-legend-bar" });
+  const ticks = legendTicks(s).map((v) => def.format(v));
+  const bar = h("span", { class: "gw-legend-bar", title: ticks.length === 3 ? `log scale: ${ticks[0]} · ${ticks[1]} · ${ticks[2]}` : "" });
   bar.style.background = `linear-gradient(to right, ${PALETTE.join(", ")})`;
-  const ticks = h("div", { class: "gw-legend-ticks" }, ...legendTicks(s).map((v) => h("span", { text: def.format(v) })));
   const missing = h("span", { class: "gw-legend-swatch" });
   missing.style.background = MISSING_COLOUR;
   const parts: HTMLElement[] = [
-    h("div", { class: "gw-legend-title", text: `Colour: ${def.label} (log scale)` }),
-    bar, ticks,
-    h("div", { class: "gw-legend-note" }, missing, " no data"),
+    title(`Colour: ${def.label} (log)`),
+    h("span", { class: "gw-legend-scale" }, h("span", { class: "gw-legend-tick", text: ticks[0] }), bar,
+      ticks.length === 3 ? h("span", { class: "gw-legend-tick gw-legend-mid", text: ticks[1] }) : null,
+      h("span", { class: "gw-legend-tick", text: ticks[ticks.length - 1] })),
+    h("span", { class: "gw-legend-note" }, missing, " no data"),
   ];
-  if (Number.isFinite(s.hot)) parts.push(h("div", { class: "gw-legend-note" }, h("span", { class: "gw-legend-hot" }), ` thick outline: ≥ ${def.format(s.hot)}`));
+  if (Number.isFinite(s.hot)) parts.push(h("span", { class: "gw-legend-note" }, h("span", { class: "gw-legend-hot" }), ` ≥ ${def.format(s.hot)}`));
   el.replaceChildren(...parts);
 }

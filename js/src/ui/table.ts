@@ -1,28 +1,40 @@
-/** "Top nodes": the most expensive nodes, sortable by any column; a click selects the node in the graph. */
+/**
+ * "Top nodes": the most expensive nodes, sortable by any column; a click selects the node in the graph.
+ * It has to fit a side panel: sources are shown as file:line relative to the folder all of them share (the full
+ * path on hover), module paths wrap at their dots instead of being cut, and columns without any value (times of
+ * an untimed capture) are left out, so the column the table is sorted by stays in view.
+ */
 import type { GraphModel } from "../model/graph";
 import { h } from "./dom";
 import { formatBytes, formatMs } from "../model/format";
 
 export type SortKey = "op" | "source" | "module" | "fwd_ms" | "bwd_ms" | "saved_bytes";
-const COLUMNS: { key: SortKey; label: string; numeric: boolean }[] = [
-  { key: "op", label: "op", numeric: false },
-  { key: "source", label: "source", numeric: false },
-  { key: "module", label: "module", numeric: false },
-  { key: "fwd_ms", label: "fwd", numeric: true },
-  { key: "bwd_ms", label: "bwd", numeric: true },
-  { key: "saved_bytes", label: "saved", numeric: true },
+const COLUMNS: { key: SortKey; label: string; numeric: boolean; title: string }[] = [
+  { key: "op", label: "op", numeric: false, title: "autograd node" },
+  { key: "module", label: "module", numeric: false, title: "nn.Module path" },
+  { key: "source", label: "source", numeric: false, title: "file:line, relative to the folder all sources share" },
+  { key: "fwd_ms", label: "fwd", numeric: true, title: "forward time" },
+  { key: "bwd_ms", label: "bwd", numeric: true, title: "backward time" },
+  { key: "saved_bytes", label: "saved", numeric: true, title: "saved tensors' bytes" },
 ];
 const MAX_ROWS = 200;
+/** a relative source longer than this is cut from the left: the file name and line are the end of it */
+const MAX_SOURCE = 30;
 
 export class TopTable {
   readonly el: HTMLDivElement;
   key: SortKey;
   desc = true;
   private selected = -1;
+  private columns: typeof COLUMNS;
+  private root: string;
 
   constructor(private model: GraphModel, private onPick: (node: number) => void) {
     this.el = h("div", { class: "gw-top" });
     this.key = model.doc.meta.timed ? "bwd_ms" : "saved_bytes";
+    const has = (k: SortKey) => model.nodes.some((n) => n[k] !== null && n[k] !== undefined && n[k] !== "");
+    this.columns = COLUMNS.filter((c) => c.key === "op" || c.key === "saved_bytes" || has(c.key));
+    this.root = commonRoot(model.nodes.map((n) => n.source));
   }
 
   sortBy(key: SortKey): void {
@@ -53,24 +65,60 @@ export class TopTable {
     return idx.slice(0, MAX_ROWS);
   }
 
+  /** How a source is shown: relative to the common folder, cut from the left if still long. */
+  shortSource(src: string | null): string {
+    if (!src) return "";
+    const rel = this.root && src.startsWith(this.root) ? src.slice(this.root.length) : src;
+    return rel.length > MAX_SOURCE ? `…${rel.slice(rel.length - MAX_SOURCE + 1)}` : rel;
+  }
+
   render(): void {
-    const head = h("tr", {}, ...COLUMNS.map((c) => {
+    const head = h("tr", {}, ...this.columns.map((c) => {
       const arrow = c.key === this.key ? (this.desc ? " ▼" : " ▲") : "";
-      return h("th", { attrs: { "data-key": c.key, role: "button", tabindex: "0", "aria-sort": c.key === this.key ? (this.desc ? "descending" : "ascending") : "none" },
+      return h("th", { class: `${c.numeric ? "gw-num" : ""}${c.key === this.key ? " gw-sorted" : ""}`, title: c.title,
+        attrs: { "data-key": c.key, role: "button", tabindex: "0", "aria-sort": c.key === this.key ? (this.desc ? "descending" : "ascending") : "none" },
         on: { click: () => this.sortBy(c.key), keydown: (ev) => { if ((ev as KeyboardEvent).key === "Enter") this.sortBy(c.key); } } },
       c.label + arrow);
     }));
+    const cell = (key: SortKey, i: number): HTMLElement => {
+      const n = this.model.nodes[i];
+      switch (key) {
+        case "op": return h("td", { class: "gw-opcell", text: n.op, title: n.op });
+        // zero-width spaces after the dots: the path wraps between its parts, it is never cut
+        case "module": return h("td", { class: "gw-modcell", text: (n.module ?? "").replace(/\./g, ".\u200b"), title: n.module ?? "" });
+        case "source": return h("td", { class: "gw-src", text: this.shortSource(n.source), title: [n.source, n.code].filter(Boolean).join("\n") });
+        case "fwd_ms": return h("td", { class: "gw-num", text: n.fwd_ms === null ? "" : formatMs(n.fwd_ms) });
+        case "bwd_ms": return h("td", { class: "gw-num", text: n.bwd_ms === null ? "" : formatMs(n.bwd_ms) });
+        default: return h("td", { class: "gw-num", text: formatBytes(n.saved_bytes) });
+      }
+    };
     const body = h("tbody", {}, ...this.rows().map((i) => {
       const n = this.model.nodes[i];
-      const tr = h("tr", { attrs: { "data-node": String(n.id) }, on: { click: () => this.onPick(i) } },
-        h("td", { text: n.op, title: n.op }), h("td", { text: n.source ?? "", title: n.code ?? "" }), h("td", { text: n.module ?? "", title: n.module ?? "" }),
-        h("td", { class: "gw-num", text: n.fwd_ms === null ? "" : formatMs(n.fwd_ms) }),
-        h("td", { class: "gw-num", text: n.bwd_ms === null ? "" : formatMs(n.bwd_ms) }),
-        h("td", { class: "gw-num", text: formatBytes(n.saved_bytes) }));
+      const tr = h("tr", { attrs: { "data-node": String(n.id) }, on: { click: () => this.onPick(i) } }, ...this.columns.map((c) => cell(c.key, i)));
       if (n.id === this.selected) tr.classList.add("gw-sel");
       return tr;
     }));
     const note = this.model.n > MAX_ROWS ? h("p", { class: "gw-note", text: `first ${MAX_ROWS} of ${this.model.n} nodes` }) : null;
-    this.el.replaceChildren(h("table", { class: "gw-grid gw-toptable" }, h("thead", {}, head), body), ...(note ? [note] : []));
+    const where = this.root ? h("p", { class: "gw-note gw-srcroot", text: `sources relative to ${this.root}`, title: this.root }) : null;
+    this.el.replaceChildren(h("table", { class: "gw-grid gw-toptable" }, h("thead", {}, head), body), ...[where, note].filter((x): x is HTMLParagraphElement => !!x));
   }
+}
+
+/** The folder (ending in / or \) every "path:line" source lies in, or "" when they share none. */
+export function commonRoot(sources: (string | null)[]): string {
+  let root: string | null = null;
+  for (const s of sources) {
+    if (!s) continue;
+    const path = s.replace(/:\d+$/, "");
+    const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+    const dir = cut >= 0 ? path.slice(0, cut + 1) : "";
+    if (root === null) { root = dir; continue; }
+    let k = 0;
+    while (k < root.length && k < dir.length && root[k] === dir[k]) k++;
+    root = root.slice(0, k);
+    const c = Math.max(root.lastIndexOf("/"), root.lastIndexOf("\\"));
+    root = c >= 0 ? root.slice(0, c + 1) : "";
+    if (!root) return "";
+  }
+  return root ?? "";
 }

@@ -30,8 +30,10 @@ export class Toolbar {
     this.searchCount = h("span", { class: "gw-count", attrs: { "aria-live": "polite" } });
     this.colourSelect = h("select", { class: "gw-colour", attrs: { "aria-label": "Colour nodes by" } });
     this.groupButtons = h("span", { class: "gw-groupbtns" },
-      h("button", { text: "Expand all", attrs: { type: "button", "data-action": "expand-all" }, on: { click: () => act.expandAll() } }),
-      h("button", { text: "Collapse all", attrs: { type: "button", "data-action": "collapse-all" }, on: { click: () => act.collapseAll() } }));
+      h("button", { title: "Open every group", attrs: { type: "button", "data-action": "expand-all" }, on: { click: () => act.expandAll() } },
+        h("span", { class: "gw-long", text: "Expand all" }), h("span", { class: "gw-short", text: "Expand" })),
+      h("button", { title: "Close every group", attrs: { type: "button", "data-action": "collapse-all" }, on: { click: () => act.collapseAll() } },
+        h("span", { class: "gw-long", text: "Collapse all" }), h("span", { class: "gw-short", text: "Collapse" })));
     this.status = h("span", { class: "gw-status" });
     this.extra = h("span", { class: "gw-extra-controls" });
     const panelBtn = h("button", { class: "gw-paneltoggle", text: "Panel", attrs: { type: "button", "aria-pressed": "true" } });
@@ -40,7 +42,7 @@ export class Toolbar {
     this.el = h("div", { class: "gw-toolbar" },
       this.title,
       h("span", { class: "gw-searchbox" }, this.searchInput, this.searchCount),
-      h("label", { class: "gw-colourbox" }, "Colour ", this.colourSelect),
+      h("label", { class: "gw-colourbox" }, h("span", { class: "gw-colourlabel", text: "Colour" }), this.colourSelect),
       this.groupButtons,
       h("button", { text: "Fit", attrs: { type: "button", "data-action": "fit" }, on: { click: () => act.fit() } }),
       panelBtn,

@@ -3,7 +3,7 @@ import type { GraphModel } from "../model/graph";
 import type { Hierarchy } from "../model/grouping";
 import { formatBytes, formatMs, formatShape, formatCount } from "../model/format";
 import { METRICS, type MetricName } from "../model/colour";
-import type { ViewEdge, ViewGraph, ViewItem } from "../model/view";
+import type { ViewEdge, ViewFrame, ViewGraph, ViewItem } from "../model/view";
 
 export const tooltipLines = {
   item(model: GraphModel, hier: Hierarchy, it: ViewItem, values: Float64Array, metric: MetricName): string[] {
@@ -32,6 +32,17 @@ export const tooltipLines = {
     if (n.saved.length) lines.push(`saved ${formatBytes(n.saved_bytes)} in ${n.saved.length} tensor${n.saved.length > 1 ? "s" : ""}`);
     if (n.fwd_ms !== null) lines.push(`forward ${formatMs(n.fwd_ms)}`);
     if (n.bwd_ms !== null) lines.push(`backward ${formatMs(n.bwd_ms)}`);
+    return lines;
+  },
+
+  /** An open group's frame title. */
+  frame(model: GraphModel, hier: Hierarchy, f: ViewFrame, values: Float64Array, metric: MetricName): string[] {
+    const c = f.cluster;
+    let sum = 0, has = false;
+    hier.forEachMember(c, (i) => { if (Number.isFinite(values[i])) { sum += values[i]; has = true; } });
+    const lines = [c.kind === "module" && c.path ? c.path : f.title, `${c.kind === "range" ? "block" : c.kind} · ${formatCount(c.size)} ops`];
+    if (has && metric !== "none") lines.push(`${METRICS[metric].label} ${METRICS[metric].format(sum)}`);
+    lines.push("click the title to collapse");
     return lines;
   },
 

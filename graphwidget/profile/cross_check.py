@@ -8,6 +8,7 @@ and ``tests/bench/bench_timing.py``.
 """
 from __future__ import annotations
 
+import gc
 from contextlib import nullcontext
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -142,10 +143,13 @@ def profile_torch(fn: Callable[..., Any], *args: Any, backward: bool = True, mod
     dev = guess_device(fn, args, kwargs)
     grads = Grads() if backward else None
     ok = False
+    gc_was = gc.isenabled()
     try:
         graph, bwd, by_op, fwd, out = profiler_run(fn, args, kwargs, dev, grads, None, True, module, title)
         ok = True
     finally:
+        if gc_was:  # the capture pauses the collector; an interrupt can skip the end of that pause
+            gc.enable()
         if grads is not None:
             grads.finish(ok)
     assert graph is not None

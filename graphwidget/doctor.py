@@ -97,6 +97,11 @@ def report() -> Dict[str, Any]:
     py = sys.version_info[:2]
     versions = {"python": platform.python_version(), "graphwidget": __version__}
     versions.update({d: _version(d) for d in PACKAGES})
+    try:  # the running torch's own version says more than the distribution's (2.4.1+cu121, 2.13.0+cpu)
+        import torch
+        versions["torch"] = str(torch.__version__)
+    except Exception:  # noqa: BLE001 - not installed or broken: keep what the metadata says
+        pass
     torch_ok: Optional[bool] = None
     if versions.get("torch"):
         from .capture.native import _parse_version

@@ -230,7 +230,9 @@ def _program():
     x = torch.linspace(0, 1, 12).reshape(2, 6).requires_grad_()
     w = torch.linspace(1, 2, 6).requires_grad_()
     h = x.unsqueeze(1).repeat(1, 4, 1)
-    return (h[:, :, 0] * h[:, :, 1]).sum() + (x * w).sum()
+    # select(), not h[:, :, 0]: torch 2.4 records a SliceBackward0 for each full slice, a node no forward output
+    # shows (its outputs stay unknown there even under trace)
+    return (h.select(2, 0) * h.select(2, 1)).sum() + (x * w).sum()
 
 
 def test_fill_outputs_restores_what_input_metadata_gives():
@@ -315,7 +317,6 @@ def test_doctor_is_the_one_report_for_a_bug(tmp_path):
     off = _cli(["doctor", "--json"], _env(tmp_path, GRAPHWIDGET_NATIVE="0"), timeout=120)
     data = json.loads(off.stdout)
     assert data["engine"]["engine"] == "python" and "GRAPHWIDGET_NATIVE=0" in data["engine"]["why"]
-    assert data["versions"]["torch"] == torch.__version__.split("+")[0] or data["versions"]["torch"] == str(
-        torch.__version__)
+    assert data["versions"]["torch"] == str(torch.__version__)
     assert data["supported"]["torch"] is True
     assert data["environment"]["GRAPHWIDGET_NATIVE"] == "0"

@@ -109,6 +109,24 @@ def main() -> None:
     same = "-" if isinstance(g, Exception) else all(torch.equal(p, q) for p, q in zip(ref, grads(m)))
     describe("profile(repeat=3)", g, dt, new, same)
 
+    # A compiled *function* called from inside fn: no eager entry to see, so Dynamo compiles it once more for
+    # graphwidget's mode (then never again).
+    cfn = torch.compile(lambda t: m(t))
+
+    def loss(t: torch.Tensor) -> torch.Tensor:
+        return cfn(t) * 1.0
+
+    _, dt, new = timed(lambda: loss(x).backward())
+    m.zero_grad(set_to_none=True)
+    print(f"{'user compile (fn)':<22} {dt:8.3f} s  new graphs {new[0]}")
+    for name in ("trace fn (first)", "trace fn (second)"):
+        g, dt, new = timed(lambda: gw.trace(loss, x))
+        same = "-"
+        if not isinstance(g, Exception):
+            g.output.backward()
+            same = all(torch.equal(p, q) for p, q in zip(ref, grads(m)))
+        describe(name, g, dt, new, same)
+
 
 if __name__ == "__main__":
     main()

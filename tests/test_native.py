@@ -413,3 +413,69 @@ def test_records_are_untracked_plain_data_and_retrack_when_edited():
 
 class _Probe:
     me: object = None
+
+
+DEEP_WALKED = """
+import resource, sys
+hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+resource.setrlimit(resource.RLIMIT_STACK, (8 * 2**20, hard))
+import torch
+import graphwidget as gw
+x = torch.zeros(1, requires_grad=True)
+y = x
+for _ in range(400_000):
+    y = y + 1
+seen, stack = set(), [y.grad_fn]  # user code walks the graph first: every node gets a Python wrapper
+while stack:
+    f = stack.pop()
+    if f in seen:
+        continue
+    seen.add(f)
+    stack.extend(c for c, _ in f.next_functions if c is not None)
+del seen, stack, f
+g = gw.capture(y, engine="native")
+assert len(g) == 400_001
+print("soft stack", resource.getrlimit(resource.RLIMIT_STACK)[0], flush=True)
+del y
+del g
+print("survived", flush=True)
+"""
+
+
+def test_deep_graph_walked_in_python_first_gets_the_stack_guard():
+    """The core counts the nodes that already have a Python wrapper (user code walked next_functions): freeing those
+    recurses inside torch, so the core raises the stack limit as the Python engine does. Without that count this
+    died with SIGSEGV (exit 139) on the default 8 MiB stack."""
+    from graphwidget.capture._deep_free import required_stack
+    proc = subprocess.run([sys.executable, "-c", DEEP_WALKED], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert "survived" in proc.stdout
+    soft = int(proc.stdout.split("soft stack ")[1].split()[0])
+    assert soft == -1 or soft >= required_stack(400_000)  # -1: RLIM_INFINITY
+
+
+def test_reading_nodes_leaves_their_python_wrappers_alone():
+    """The core reads unwrapped nodes through a reader object of their type and never registers it as their Python
+    object: a wrapper user code holds stays the node's wrapper, with its hooks, and nodes nobody touched get none."""
+    x = torch.randn(4, requires_grad=True)
+    y = (x.exp() * 2).sin().sum()
+    mul = y.grad_fn.next_functions[0][0].next_functions[0][0]  # MulBackward0: wrapped by this walk
+    seen = []
+    handle = mul.register_hook(lambda grads, _: seen.append(grads[0].shape))
+    g = gw.capture(y, engine="native")
+    assert y.grad_fn.next_functions[0][0].next_functions[0][0] is mul
+    y.backward()
+    assert seen == [torch.Size([4])]
+    handle.remove()
+    # a chain of one type, never touched from Python: only the first node of the type gets a wrapper
+    z = x
+    for _ in range(200):
+        z = z * 1.5
+    mod = native.load()
+    from graphwidget.capture.api import _type_info
+    from graphwidget.capture.records import NATIVE_TEMPLATES
+    from graphwidget.capture.tensors import dtype_name, jsonable, packed_record, tensor_record
+    wrapped = mod.capture([z.grad_fn], {}, _type_info, jsonable, dtype_name, tensor_record, packed_record,
+                          NATIVE_TEMPLATES, True)[5]
+    assert wrapped <= 3, wrapped  # the root (z.grad_fn), the first MulBackward0 read, the leaf's AccumulateGrad
+    assert len(g) == 5

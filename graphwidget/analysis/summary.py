@@ -16,8 +16,12 @@ TIMING_KEYS = ("forward_ms", "backward_ms", "unattributed_ms")
 
 def summarise(graph: "GradGraph") -> Dict[str, Any]:
     """Node/edge/root/leaf/custom counts, saved bytes (distinct storages: ``saved_bytes``; views:
-    ``saved_bytes_logical``), saved tensors already freed, the bytes of gradients backward writes (``grad_bytes``),
-    depth, a histogram of ops (most frequent first) and, for profiled graphs, the timing totals.
+    ``saved_bytes_logical``) split into ``saved_parameter_bytes`` (storages of the graph's leaves: weights a
+    matmul or conv saved) and ``saved_activation_bytes`` (the rest: what the forward computed), saved tensors
+    already freed, packed by saved-tensor hooks (``saved_tensors_packed``: checkpointing; not held, so not in the
+    bytes) and stale (``saved_tensors_stale``: modified in place after the forward, so backward would fail), the bytes
+    of gradients backward writes (``grad_bytes``), depth, a histogram of ops (most frequent first) and, for
+    profiled graphs, the timing totals.
 
     >>> gw.capture((x * w).sum()).summary()["nodes"]     # doctest: +SKIP
     4
@@ -29,24 +33,35 @@ def summarise(graph: "GradGraph") -> Dict[str, Any]:
 def _summarise(graph: "GradGraph") -> Dict[str, Any]:
     g = graph.nx
     ops: Counter = Counter()
-    leaves = custom = freed = 0
+    leaves = custom = freed = packed = stale = 0
     logical = grad = 0
     storages: Dict[Any, int] = {}
+    leaf_storages = set()
     for d in node_dicts(g).values():
         ops[d["op"]] += 1
         grad += d.get("grad_bytes") or 0
         kind = d.get("kind")
         if kind == "leaf":
             leaves += 1
+            t = d.get("tensor")
+            if t and t.get("storage") is not None:
+                leaf_storages.add(t["storage"])
         elif kind == "custom":
             custom += 1
         for s in d.get("saved") or ():
             if s.get("freed"):
                 freed += 1
                 continue
+            if s.get("packed"):
+                packed += 1
+                continue
+            if s.get("stale"):
+                stale += 1  # still held (the graph keeps it), so it counts in the bytes too
             logical += s.get("bytes") or 0
             key = s.get("storage")
             storages[("anon", id(s)) if key is None else key] = s.get("storage_bytes") or 0
+    parameter = sum(b for k, b in storages.items() if k in leaf_storages)
+    total = sum(storages.values())
     out: Dict[str, Any] = {
         "nodes": g.number_of_nodes(),
         "edges": g.number_of_edges(),
@@ -54,7 +69,11 @@ def _summarise(graph: "GradGraph") -> Dict[str, Any]:
         "leaves": leaves,
         "custom": custom,
         "saved_tensors_freed": freed,
-        "saved_bytes": sum(storages.values()),
+        "saved_tensors_packed": packed,
+        "saved_tensors_stale": stale,
+        "saved_bytes": total,
+        "saved_activation_bytes": total - parameter,
+        "saved_parameter_bytes": parameter,
         "saved_bytes_logical": logical,
         "grad_bytes": grad,
         "depth": dag_depth(g),

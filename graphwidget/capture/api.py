@@ -13,7 +13,7 @@ from ._deep_free import make_deep_free_safe
 from .records import NATIVE_TEMPLATES, _TypeInfo, build_records
 from .roots import Node, roots_of
 from .seq import finalize_seq, rank_seq_python
-from .tensors import dtype_name, jsonable, tensor_record
+from .tensors import dtype_name, jsonable, packed_record, tensor_record
 from .walk import walk
 
 
@@ -51,7 +51,8 @@ def _capture_native(roots: List[Node], names: Dict[int, str], title: Optional[st
         return None
     try:
         node, succ, pred, root_ids, abs_seq, wrapped = mod.capture(
-            list(roots), dict(names), _type_info, jsonable, dtype_name, tensor_record, NATIVE_TEMPLATES, rank)
+            list(roots), dict(names), _type_info, jsonable, dtype_name, tensor_record, packed_record,
+            NATIVE_TEMPLATES, rank)
     except mod.Unsupported:
         if required:
             raise ValueError("graphwidget.capture(engine='native'): this graph has something only the Python "
@@ -61,8 +62,10 @@ def _capture_native(roots: List[Node], names: Dict[int, str], title: Optional[st
     if rank:
         graph.set_abs_seq_raw(abs_seq)
     # The core reads most nodes without giving them a Python wrapper, and unwrapped nodes are freed by torch's own
-    # iterative deleteNode: only wrapped ones recurse when the graph is freed (deep_free.py). A plain 1M-node chain
-    # captured this way frees on the default 8 MiB stack (tests/test_deep.py).
+    # iterative deleteNode: only wrapped ones recurse when the graph is freed (deep_free.py). ``wrapped`` counts
+    # every node that has a wrapper, including those user code made before (a walk over next_functions): a plain
+    # 1M-node chain captured this way frees on the default 8 MiB stack, one the user walked first gets the guard
+    # (tests/test_deep.py).
     make_deep_free_safe(wrapped + len(roots))
     return graph
 

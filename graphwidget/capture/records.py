@@ -1,13 +1,14 @@
 """Walked nodes -> plain node and edge records (the pure-Python engine; the compiled core builds the same)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
 from ..model import schema
 from .seq import NO_SEQ
-from .tensors import device_name, dtype_name, freed_record, jsonable, tensor_record
+from .tensors import (device_name, dtype_name, freed_record, is_stale_error, jsonable, packed_record,
+                      tensor_record)
 from .walk import Node, Walk
 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction
@@ -24,8 +25,10 @@ class _TypeInfo:
         names = dir(fn)
         raw = {a[len("_raw_saved_"):] for a in names if a.startswith("_raw_saved_")}
         saved = [a for a in names if a.startswith("_saved_")]
-        # (attribute, name shown to users); a saved value with a _raw_ twin is a SavedVariable (a tensor).
-        self.tensor_attrs = tuple((a, a[7:]) for a in saved if a[7:] in raw)
+        # (attribute, name shown to users[, raw twin]); a saved value with a _raw_ twin is a SavedVariable (a
+        # tensor). The twin gives the SavedVariable itself, which says whether it has saved-tensor hooks *without*
+        # unpacking it: reading ``_saved_x`` of a hooked value runs its unpack hook (a checkpoint's recompute).
+        self.tensor_attrs = tuple((a, a[7:], "_raw" + a) for a in saved if a[7:] in raw)
         self.other_attrs = tuple((a, a[7:]) for a in saved if a[7:] not in raw)
 
 
@@ -43,48 +46,97 @@ class _Builder:
         self.tensor_records: Dict[int, Dict[str, Any]] = {}
         self.keep: List[torch.Tensor] = []
 
-    def saved_tensor(self, name: str, t: torch.Tensor) -> Dict[str, Any]:
+    def saved_tensor(self, name: str, t: torch.Tensor, stale: bool = False) -> Dict[str, Any]:
         base = self.tensor_records.get(id(t))
         if base is None:
             base = tensor_record(t)
-            key = base.pop("_storage_key")
-            sid = None
-            if key is not None:
-                sid = self.storages.get(key)
-                if sid is None:
-                    sid = self.storages[key] = len(self.storages)
-            base["storage"] = sid
+            base["storage"] = self.storage_id(base.pop("_storage_key"))
             base["freed"] = False
             self.tensor_records[id(t)] = base
             self.keep.append(t)
         rec = dict(base)
         rec["name"] = name
+        rec["packed"] = None
+        rec["stale"] = stale
         return rec
+
+    def storage_id(self, key: Any) -> Optional[int]:
+        """Graph-local id of a storage (first seen, first numbered), shared by saved tensors and leaves."""
+        if key is None:
+            return None
+        sid = self.storages.get(key)
+        if sid is None:
+            sid = self.storages[key] = len(self.storages)
+        return sid
+
+    def saved_group(self, saved: List[Dict[str, Any]], name: str, raws: Sequence[Any],
+                    unpack: Callable[[], Any]) -> None:
+        """Records for SavedVariables one getter unpacks together: a list attribute (``_saved_indices``) or a
+        custom Function's ``saved_tensors``; items are named ``name[i]``.
+
+        Hooked ones are never unpacked (:func:`packed_record`); if any is hooked, the others are described from
+        their raw data, since the one getter would unpack them all. Otherwise ``unpack()`` reads them all: a
+        version mismatch (a tensor modified in place after it was saved) fails the whole group in backward, so
+        every tensor of the group is marked ``stale``.
+        """
+        if any(r.unpack_hook is not None for r in raws):
+            for i, r in enumerate(raws):
+                item = f"{name}[{i}]"
+                if r.unpack_hook is not None:
+                    saved.append(packed_record(item, r))
+                else:
+                    t = r.data
+                    if isinstance(t, torch.Tensor):
+                        saved.append(self.saved_tensor(item, t))
+            return
+        try:
+            values = unpack()
+        except RuntimeError as exc:
+            if not is_stale_error(exc):
+                saved.append(freed_record(name))
+                return
+            values, stale = [r.data for r in raws], True
+        else:
+            stale = False
+        for i, t in enumerate(values or ()):
+            if isinstance(t, torch.Tensor):
+                saved.append(self.saved_tensor(f"{name}[{i}]", t, stale))
 
     def saved(self, fn: Node, info: _TypeInfo) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
         saved: List[Dict[str, Any]] = []
         attrs: Dict[str, Any] = {}
         if info.kind == "custom":
             try:
-                tensors = fn.saved_tensors
+                raws = fn._raw_saved_tensors
             except RuntimeError:  # released by backward()
                 return [freed_record("saved_tensors")], attrs
-            for i, t in enumerate(tensors or ()):
-                if isinstance(t, torch.Tensor):
-                    saved.append(self.saved_tensor(f"saved_tensors[{i}]", t))
+            if raws:
+                self.saved_group(saved, "saved_tensors", raws, lambda: fn.saved_tensors)
             return saved, attrs
-        for attr, name in info.tensor_attrs:
+        for attr, name, raw_attr in info.tensor_attrs:
+            try:
+                raw = getattr(fn, raw_attr)
+            except RuntimeError:  # a list of saved tensors released by backward()
+                saved.append(freed_record(name))
+                continue
+            if isinstance(raw, (list, tuple)):
+                self.saved_group(saved, name, raw, lambda: getattr(fn, attr))
+                continue
+            if raw.unpack_hook is not None:
+                saved.append(packed_record(name, raw))
+                continue
             try:
                 value = getattr(fn, attr)
-            except RuntimeError:
-                saved.append(freed_record(name))
+            except RuntimeError as exc:
+                if is_stale_error(exc):
+                    t = raw.data
+                    if isinstance(t, torch.Tensor):
+                        saved.append(self.saved_tensor(name, t, True))
+                else:
+                    saved.append(freed_record(name))
                 continue
             if isinstance(value, torch.Tensor):
                 saved.append(self.saved_tensor(name, value))
-            elif isinstance(value, (list, tuple)):  # e.g. a list of saved tensors
-                for i, t in enumerate(value):
-                    if isinstance(t, torch.Tensor):
-                        saved.append(self.saved_tensor(f"{name}[{i}]", t))
         for attr, name in info.other_attrs:
             try:
                 attrs[name] = jsonable(getattr(fn, attr))
@@ -98,9 +150,11 @@ class _Builder:
         except (AttributeError, RuntimeError):
             return None
         rec = tensor_record(var)
-        rec.pop("_storage_key")
+        key = rec.pop("_storage_key")
         rec["requires_grad"] = bool(var.requires_grad)
         rec["name"] = self.param_names.get(id(var))
+        # Saved tensors on this storage are the leaf's (a weight saved by a matmul): summary() counts them apart.
+        rec["storage"] = self.storage_id(key)
         return rec
 
 
@@ -274,6 +328,9 @@ def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[st
         except RuntimeError:
             metas = _EMPTY
         for m in metas or _EMPTY:
+            if m.is_nested_tensor:  # ragged (strided or jagged layout): no single shape; jagged ones hold a
+                outputs.append(None)  # symbolic "nested int" that arithmetic on would fail
+                continue
             try:
                 key = (tuple(m.shape), m.dtype, m.device)
             except (RuntimeError, TypeError):  # nested tensors have no single shape

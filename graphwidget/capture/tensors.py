@@ -135,8 +135,42 @@ def freed_record(name: str) -> Dict[str, Any]:
     """A saved tensor that backward() already released: its name survives, nothing else does."""
     return {
         "name": name, "shape": None, "stride": None, "dtype": None, "device": None, "contiguous": None,
-        "memory_format": None, "bytes": 0, "storage_bytes": 0, "storage": None, "freed": True,
+        "memory_format": None, "bytes": 0, "storage_bytes": 0, "storage": None, "freed": True, "packed": None,
+        "stale": False,
     }
+
+
+#: What torch says when a saved tensor was modified in place after it was saved (its version moved on).
+_STALE_WORDS = "modified by an inplace operation"
+
+
+def is_stale_error(exc: BaseException) -> bool:
+    """Whether unpacking a saved tensor failed because it was modified in place after the forward (backward would
+    fail the same way), as opposed to having been released by backward()."""
+    return _STALE_WORDS in str(exc)
+
+
+def packed_kind(unpack_hook: Any, data: Any) -> str:
+    """``"checkpoint"`` for torch.utils.checkpoint's (non-reentrant) hooks, ``"hooks"`` for any other
+    ``saved_tensors_hooks`` (``save_on_cpu``, user hooks)."""
+    module = getattr(unpack_hook, "__module__", None) or ""
+    if module.startswith("torch.utils.checkpoint") or type(data).__module__.startswith("torch.utils.checkpoint"):
+        return "checkpoint"
+    return "hooks"
+
+
+def packed_record(name: str, raw: Any) -> Dict[str, Any]:
+    """A saved tensor behind saved-tensor hooks (``raw`` is its ``torch._C._autograd.SavedTensor``).
+
+    What it holds is whatever the pack hook returned; the tensor exists again only when the unpack hook runs —
+    for a checkpoint that *re-runs the forward* (BatchNorm statistics move, time and memory are spent), for
+    ``save_on_cpu`` a copy back to the device. So it is never unpacked here: it is described as packed, with no
+    shape and no bytes held in the graph's own memory (that is what checkpointing is for).
+    """
+    rec = freed_record(name)
+    rec["freed"] = False
+    rec["packed"] = packed_kind(raw.unpack_hook, raw.data)
+    return rec
 
 
 def jsonable(value: Any) -> Any:

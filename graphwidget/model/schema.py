@@ -26,19 +26,21 @@ DIFF_VERSION = 1
 #: Node record keys, in the order they are written to JSON.
 NODE_KEYS: Tuple[str, ...] = (
     "op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
-    "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes",
+    "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source",
 )
 #: Edge record keys, in the order they are written to JSON (after ``source`` and ``target``).
 EDGE_KEYS: Tuple[str, ...] = ("output", "slot", "shape", "dtype", "also")
 #: Keys of a saved-tensor record (``node["saved"][i]``), in the order the capture writes them.
 SAVED_KEYS: Tuple[str, ...] = (
     "shape", "stride", "dtype", "device", "contiguous", "memory_format", "bytes", "storage_bytes", "storage",
-    "freed", "name",
+    "freed", "name", "packed", "stale",
 )
+#: Values of a saved tensor's ``packed``: behind torch.utils.checkpoint's hooks, or other saved-tensor hooks.
+PACKED_KINDS = ("checkpoint", "hooks")
 #: Keys of a leaf's ``tensor`` record.
 LEAF_KEYS: Tuple[str, ...] = (
     "shape", "stride", "dtype", "device", "contiguous", "memory_format", "bytes", "storage_bytes", "requires_grad",
-    "name",
+    "name", "storage",
 )
 KINDS = ("backward", "custom", "leaf")
 #: Keys of one advisor finding (the top-level ``"findings"`` list), in the order they are written
@@ -134,6 +136,10 @@ def validate_node(i: Optional[int], n: Any) -> None:
                 v = s.get(key)
                 _check_opt(v, _is_int(v) and v >= 0, f"{at}: saved[{j}].{key}", "a non-negative integer")
             _check_opt(s.get("storage"), _is_int(s.get("storage")), f"{at}: saved[{j}].storage", "an integer")
+            packed = s.get("packed")
+            _check_opt(packed, packed in PACKED_KINDS, f"{at}: saved[{j}].packed", f"one of {PACKED_KINDS}")
+            for key in ("freed", "stale"):
+                _check_opt(s.get(key), isinstance(s.get(key), bool), f"{at}: saved[{j}].{key}", "true/false")
     attrs = n.get("attrs")
     _check_opt(attrs, isinstance(attrs, dict), f"{at}: \"attrs\"", "an object")
     tensor = n.get("tensor")
@@ -141,6 +147,7 @@ def validate_node(i: Optional[int], n: Any) -> None:
         if not isinstance(tensor, dict):
             raise SchemaError(f"{at}: \"tensor\" must be an object or null.")
         _check_shape(tensor.get("shape"), f"{at}: tensor.shape")
+        _check_opt(tensor.get("storage"), _is_int(tensor.get("storage")), f"{at}: tensor.storage", "an integer")
     for key in ("saved_bytes", "grad_bytes"):
         v = n.get(key)
         _check_opt(v, _is_int(v) and v >= 0, f"{at}: \"{key}\"", "a non-negative integer")
@@ -149,7 +156,7 @@ def validate_node(i: Optional[int], n: Any) -> None:
         _check_opt(v, _is_num(v) and v >= 0, f"{at}: \"{key}\"", "a finite non-negative number")
     seq = n.get("seq")
     _check_opt(seq, _is_int(seq), f"{at}: \"seq\"", "an integer")
-    for key in ("source", "code", "module"):
+    for key in ("source", "code", "module", "lib_source"):
         v = n.get(key)
         _check_opt(v, isinstance(v, str), f"{at}: \"{key}\"", "a string")
     for key in ("out_stride", "out_contiguous"):

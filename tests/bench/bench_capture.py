@@ -1,7 +1,9 @@
 """Capture cost vs. the bare DFS over next_functions, measured in the same run (ratios, not absolute targets).
 
-Run: .venv/bin/python tests/bench/bench_capture.py [--sizes 10000 100000 1000000] [--python-1m]
+Run: .venv/bin/python tests/bench/bench_capture.py [--sizes 10000 100000 1000000] [--python-1m] [--fan-in 100000 200000]
 Targets (issue 2): full annotated capture <= 3x the bare DFS at 100k nodes; a 1M-node capture under 6 s.
+Fan-in (issue 10): ``torch.cat`` of k leaves, one node with k inputs; both engines must grow linearly in k (the
+compiled core's edge builder was O(k^2): 2.8 s at 100k, 10.8 s at 200k).
 
 ``capture`` is gw.capture as users get it (the compiled core when built: `python -m graphwidget build-native`);
 ``python`` is the pure-Python path (engine="python") for comparison, skipped at 1M unless --python-1m (~15 s).
@@ -59,11 +61,38 @@ def fresh_time(n: int, fn) -> float:
     return elapsed
 
 
+def make_fan_in(k: int) -> torch.Tensor:
+    """One CatBackward0 with k inputs, each its own leaf (and so its own AccumulateGrad node)."""
+    return torch.cat([torch.randn(1, requires_grad=True) for _ in range(k)]).sum()
+
+
+def fan_in(sizes) -> None:
+    print(f"{'fan-in k':>9} {'native':>9} {'us/input':>9} {'python':>9} {'us/input':>9}")
+    for k in sizes:
+        cols = []
+        for engine in ("native", "python"):
+            if engine == "native" and not native.available():
+                cols.append(f"{'-':>9} {'-':>9}")
+                continue
+            y = make_fan_in(k)
+            gc.collect()
+            t = time.perf_counter()
+            g = gw.capture(y, engine=engine)
+            dt = time.perf_counter() - t
+            assert len(g) == k + 2
+            cols.append(f"{dt:>8.3f}s {dt / k * 1e6:>9.2f}")
+            del g, y
+            gc.collect()
+        print(f"{k:>9} " + " ".join(cols), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--python-1m", action="store_true", help="also time the pure-Python path at 1M nodes")
+    ap.add_argument("--fan-in", type=int, nargs="*", default=[100_000, 200_000],
+                    help="sizes k for the fan-in measurement (torch.cat of k leaves); none to skip")
     args = ap.parse_args()
     # Freeing a deep graph that Python has walked recurses inside torch (see graphwidget/deep_free.py); the bare
     # DFS below walks without graphwidget's protection, so grant the stack up front.
@@ -95,6 +124,8 @@ def main() -> None:
               f"{py_cols} {tj:>8.3f}s {tl:>8.3f}s", flush=True)
         del g, y, text
         gc.collect()
+    if args.fan_in:
+        fan_in(args.fan_in)
 
 
 if __name__ == "__main__":

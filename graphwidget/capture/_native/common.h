@@ -94,7 +94,7 @@ inline void untrack(PyObject* o) {
   X(op) X(kind) X(outputs) X(saved) X(attrs) X(saved_bytes) X(tensor) X(seq) X(grad_bytes) X(shape)   \
   X(stride) X(dtype) X(device) X(contiguous) X(memory_format) X(bytes) X(storage_bytes) X(storage)    \
   X(freed) X(name) X(requires_grad) X(output) X(slot) X(also) X(variable) X(saved_tensors)             \
-  X(_storage_key)
+  X(_storage_key) X(packed) X(stale) X(lib_source)
 #define GW_DECLARE(k) inline PyObject* K_##k = nullptr;
 GW_KEYS(GW_DECLARE)
 #undef GW_DECLARE
@@ -104,6 +104,7 @@ inline PyObject* S_contiguous = nullptr;
 inline PyObject* S_channels_last = nullptr;
 inline PyObject* S_channels_last_3d = nullptr;
 inline PyObject* S_non_contiguous = nullptr;
+inline PyObject* S_raw_saved_tensors = nullptr;  // a custom Function's SavedTensors (read, never unpacked)
 
 inline bool init_keys() {
 #define GW_INTERN(k) \
@@ -114,7 +115,8 @@ inline bool init_keys() {
          (S_contiguous = PyUnicode_InternFromString("contiguous")) &&
          (S_channels_last = PyUnicode_InternFromString("channels_last")) &&
          (S_channels_last_3d = PyUnicode_InternFromString("channels_last_3d")) &&
-         (S_non_contiguous = PyUnicode_InternFromString("non_contiguous"));
+         (S_non_contiguous = PyUnicode_InternFromString("non_contiguous")) &&
+         (S_raw_saved_tensors = PyUnicode_InternFromString("_raw_saved_tensors"));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

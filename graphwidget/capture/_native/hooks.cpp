@@ -76,7 +76,7 @@ struct State {
   Ref leaves;
   std::shared_ptr<Stamps> stamps;
   std::vector<std::pair<torch::autograd::FunctionPreHook*, uintptr_t>> hooks;  // per node: ours, to remove
-  size_t wrapped = 0;
+  size_t wrapped = 0;  // nodes that have a Python wrapper (see py_instrument)
   bool hooked = false;
 
   void remove() {
@@ -116,7 +116,6 @@ TypeEntry& entry_for(std::unordered_map<std::type_index, TypeEntry>& cache, Stat
   PyTypeObject* tp = Py_TYPE(w.get());
   *type = tp;
   if (it != cache.end()) return it->second;  // per-object (custom Function): its wrapper existed already
-  ++st.wrapped;
   st.type_refs.push_back(Ref::borrow((PyObject*)tp));
   TypeEntry e;
   e.type = tp;
@@ -230,7 +229,7 @@ PyGetSetDef instrumented_getset[] = {
     {"arity", g_arity, nullptr, "per node: len(next_functions)", nullptr},
     {"leaves", g_leaves, nullptr, "the AccumulateGrad nodes' tensors, in node order", nullptr},
     {"n", g_n, nullptr, "number of nodes", nullptr},
-    {"wrapped", g_wrapped, nullptr, "nodes given a Python wrapper by the walk", nullptr},
+    {"wrapped", g_wrapped, nullptr, "nodes that have a Python wrapper (made by the walk or before it)", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 }  // namespace
@@ -262,6 +261,11 @@ PyObject* py_instrument(PyObject*, PyObject* args) {
       st->arity.push_back((int)fn->next_edges().size());
     });
     size_t n = st->nodes.size();
+    // What deep_free.py must size the stack for: every node with a Python wrapper, ours (the first of each type)
+    // and those user code made before (a walk over next_functions), which recurse just the same when freed.
+    st->wrapped = 0;
+    for (const auto& node : st->nodes)
+      if (node->pyobj_slot()->load_pyobj()) ++st->wrapped;
     if (hook) {
       st->stamps = std::make_shared<Stamps>();
       st->stamps->start.assign(n, kNotRun);

@@ -5,7 +5,7 @@ namespace {
 
 PyMethodDef methods[] = {
     {"capture", gw::py_capture, METH_VARARGS,
-     "capture(roots, param_names, type_info, jsonable, dtype_name, tensor_record, templates, rank) -> "
+     "capture(roots, param_names, type_info, jsonable, dtype_name, tensor_record, packed_record, templates, rank) -> "
      "(node attrs, succ, pred, root ids, absolute seq bytes, nodes given a Python wrapper); see graphwidget/capture.py"},
     {"rank_seq", gw::py_rank_seq, METH_O,
      "rank_seq(node_attrs) -> {node: absolute seq}; replaces each node's seq by its rank (capture.finalize_seq)"},

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import linecache
+from types import FunctionType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
@@ -29,14 +30,14 @@ import torch
 from ..capture.roots import flat_tensors
 from ..capture.seq import next_seq
 from ..model.graph import GradGraph
-from .frames import user_frame
+from .frames import library_frame, library_line, traced_lines, user_frame
 from .intercept import InterceptMode, Interception
 from .shared_patch import dynamo_skip
 
 class Call:
     """One intercepted torch call: the node sequence numbers it created and where it happened."""
 
-    __slots__ = ("lo", "hi", "source", "code", "module", "outputs", "ms")
+    __slots__ = ("lo", "hi", "source", "code", "module", "outputs", "ms", "lib", "lines")
 
     def __init__(self, lo: int, hi: int, source: Optional[str], code: Optional[str], module: Optional[str],
                  outputs: Dict[int, Dict[int, Tuple[List[int], bool]]], ms: Any) -> None:
@@ -44,6 +45,20 @@ class Call:
         self.source, self.code, self.module = source, code, module
         self.outputs = outputs     # seq -> output_nr -> (stride, contiguous)
         self.ms = ms               # forward time of the call (or the timer's stamps), when timed
+        self.lib: Optional[str] = None  # the library line that made the call ("torch/nn/functional.py:5432")
+        self.lines: Sequence[Tuple[int, int, str, int]] = ()  # (lo, hi, file, line) inside a Python-level API
+
+    def lib_source(self, seq: int) -> Optional[str]:
+        """The innermost library line that made node ``seq``: the line inside a Python-level API that made it
+        (``traced_lines``), else the library line that made this call, else ``None`` (user code made it)."""
+        lines = self.lines
+        if lines:
+            i = bisect.bisect_right(lines, (seq, float("inf"))) - 1
+            if i >= 0 and lines[i][0] <= seq < lines[i][1]:
+                where = library_line(lines[i][2], lines[i][3])
+                if where is not None:
+                    return where
+        return self.lib
 
 
 class _Returns:
@@ -104,7 +119,13 @@ class Recorder:
         else:
             lo = next_seq() if next_seq is not None else None
             token = timer[0]() if timer else None
-        out = func(*args, **kwargs)
+        lines: Sequence[Tuple[int, int, str, int]] = ()
+        if timer is None and type(func) is FunctionType:
+            # A Python-level API (F.multi_head_attention_forward) that reached the mode as one call: which of its
+            # lines made which node. Never in a timed run (the line tracer would be in the time).
+            out, lines = traced_lines(func, args, kwargs)
+        else:
+            out = func(*args, **kwargs)
         ms = timer[1](token) if timer else None
         if lo is not None:
             hi = next_seq()
@@ -133,7 +154,12 @@ class Recorder:
         else:
             source = code = None
         module = self._module_stack[-1] if self._module_stack else None
-        self.calls.append(Call(lo, hi, source, code, module, outputs, ms))
+        call = Call(lo, hi, source, code, module, outputs, ms)
+        lib = library_frame(3)  # inside torch.nn (say): where in it; the user's own call: None
+        if lib is not None:
+            call.lib = library_line(lib.f_code.co_filename, lib.f_lineno)
+        call.lines = lines
+        self.calls.append(call)
         return out
 
     def call_for(self, seq: Optional[int]) -> Optional[Call]:
@@ -208,6 +234,7 @@ class Recorder:
                 continue
             attributed += 1
             d["source"], d["code"], d["module"] = call.source, call.code, call.module
+            d["lib_source"] = call.lib_source(d["seq"])
             outs = call.outputs.get(d["seq"])
             if outs:
                 k = max(len(d.get("outputs") or ()), max(outs) + 1)

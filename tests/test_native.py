@@ -322,7 +322,8 @@ def test_a_stale_build_is_not_loaded(tmp_path):
         "print(n.available()); print(n.status()['reason'])\n"
         "print(len(gw.capture((torch.randn(2, requires_grad=True) * 2).sum())))\n"
     )
-    env = dict(os.environ, GRAPHWIDGET_NATIVE_DIR=str(tmp_path))
+    # every place a build is looked for is empty: GRAPHWIDGET_NATIVE_DIR and the user cache (native.search_roots())
+    env = dict(os.environ, GRAPHWIDGET_NATIVE_DIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

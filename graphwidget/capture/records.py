@@ -79,13 +79,13 @@ class _Builder:
         version mismatch (a tensor modified in place after it was saved) fails the whole group in backward, so
         every tensor of the group is marked ``stale``.
         """
-        if any(r.unpack_hook is not None for r in raws):
+        if any(_hook_of(r) is not None for r in raws):
             for i, r in enumerate(raws):
                 item = f"{name}[{i}]"
-                if r.unpack_hook is not None:
+                if _hook_of(r) is not None:
                     saved.append(packed_record(item, r))
                 else:
-                    t = r.data
+                    t = _data_of(r)
                     if isinstance(t, torch.Tensor):
                         saved.append(self.saved_tensor(item, t))
             return
@@ -95,7 +95,7 @@ class _Builder:
             if not is_stale_error(exc):
                 saved.append(freed_record(name))
                 return
-            values, stale = [r.data for r in raws], True
+            values, stale = [_data_of(r) for r in raws], True
         else:
             stale = False
         for i, t in enumerate(values or ()):
@@ -122,14 +122,14 @@ class _Builder:
             if isinstance(raw, (list, tuple)):
                 self.saved_group(saved, name, raw, lambda: getattr(fn, attr))
                 continue
-            if raw.unpack_hook is not None:
+            if _hook_of(raw) is not None:
                 saved.append(packed_record(name, raw))
                 continue
             try:
                 value = getattr(fn, attr)
             except RuntimeError as exc:
                 if is_stale_error(exc):
-                    t = raw.data
+                    t = _data_of(raw)
                     if isinstance(t, torch.Tensor):
                         saved.append(self.saved_tensor(name, t, True))
                 else:
@@ -230,6 +230,35 @@ _NO_INPUT_METADATA = (
     "or upgrade torch")
 
 
+_NO_UNPACK_HOOK = (
+    "SavedTensor.unpack_hook and .data (this is torch {v}): whether a saved tensor sits behind saved-tensor hooks "
+    "(checkpoint, save_on_cpu). Without them such tensors are described by unpacking them, which runs their unpack "
+    "hook (a checkpoint recomputes its forward), and they are not marked \"packed\"; upgrade torch to avoid it")
+
+
+def _note_missing(fact: str, message: str) -> None:
+    """Warn once per process that this torch lacks ``fact`` (:class:`MissingFactWarning`)."""
+    if fact not in _MISSING_SEEN:
+        _MISSING_SEEN[fact] = message
+        import warnings
+        warnings.warn(f"graphwidget: this torch does not expose {message}.", MissingFactWarning, stacklevel=6)
+
+
+def _hook_of(raw: Any) -> Any:
+    """A SavedVariable's unpack hook (``None``: not hooked). A torch whose SavedTensor has no ``unpack_hook`` cannot
+    say, so its tensors are unpacked as before, and that is said once."""
+    try:
+        return raw.unpack_hook
+    except AttributeError:
+        _note_missing("SavedTensor.unpack_hook", _NO_UNPACK_HOOK.format(v=torch.__version__))
+        return None
+
+
+def _data_of(raw: Any) -> Any:
+    """A SavedVariable's tensor without unpacking it; ``None`` on a torch without ``SavedTensor.data``."""
+    return getattr(raw, "data", None)
+
+
 def missing_facts() -> Dict[str, str]:
     """Facts this torch does not expose to the pure-Python engine, each with what it costs; ``{}`` on torch >= 2.5.
 
@@ -237,10 +266,13 @@ def missing_facts() -> Dict[str, str]:
     >>> missing_facts()        # doctest: +SKIP
     {}
     """
-    probe = (torch.zeros(1, requires_grad=True) * 2).grad_fn  # no RNG use: asking must not change user results
-    if hasattr(probe, "_input_metadata"):
-        return {}
-    return {"_input_metadata": _NO_INPUT_METADATA.format(v=torch.__version__)}
+    probe = torch.zeros(1, requires_grad=True).exp().grad_fn  # no RNG use: asking must not change user results
+    missing = {}
+    if not hasattr(probe, "_input_metadata"):
+        missing["_input_metadata"] = _NO_INPUT_METADATA.format(v=torch.__version__)
+    if not hasattr(probe._raw_saved_result, "unpack_hook"):
+        missing["SavedTensor.unpack_hook"] = _NO_UNPACK_HOOK.format(v=torch.__version__)
+    return missing
 
 
 class _TensorMeta:

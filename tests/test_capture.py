@@ -8,9 +8,9 @@ import weakref
 import networkx as nx
 import pytest
 import torch
+from gw_functions import Square
 
 import graphwidget as gw
-from gw_functions import Square
 from graphwidget import examples as ex
 
 

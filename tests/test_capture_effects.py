@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 import pytest
 import torch

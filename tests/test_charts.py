@@ -8,9 +8,8 @@ import pytest
 import torch
 
 import graphwidget as gw
-from graphwidget.views import charts
-from graphwidget.analysis import tables
 from graphwidget import examples as ex
+from graphwidget.views import charts
 
 
 @pytest.fixture(scope="module")

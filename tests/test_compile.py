@@ -17,9 +17,9 @@ from typing import Any, Dict, List
 
 import pytest
 import torch
+from gw_functions import Square
 
 import graphwidget as gw
-from gw_functions import Square
 from graphwidget.profile.hooks import Run, instrument, same_structure
 
 dynamo = pytest.importorskip("torch._dynamo")

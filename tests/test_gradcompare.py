@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 
 import graphwidget as gw

@@ -6,9 +6,9 @@ from typing import Any, Iterator
 
 import pytest
 import torch
+from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 
 import graphwidget as gw

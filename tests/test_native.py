@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import weakref
 import subprocess
 import sys
+import weakref
 from typing import Callable, Dict, List, Tuple
 
 import pytest
 import torch
+from gw_functions import ScaledProduct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphwidget as gw
-from gw_functions import ScaledProduct, Square
 from graphwidget import examples as ex
 from graphwidget.capture import native
 from graphwidget.capture.api import capture_raw

@@ -17,11 +17,12 @@ from typing import Any, Callable, List, Tuple
 
 import pytest
 import torch
+from gw_functions import Square
 
 import graphwidget as gw
-from gw_functions import Square
 from graphwidget.attribution import function_apply, module_hooks, shared_patch
-from graphwidget.profile import clocks, hooks as phooks, runner
+from graphwidget.profile import clocks, runner
+from graphwidget.profile import hooks as phooks
 
 F = torch.autograd.Function
 ORIGINAL_APPLY = function_apply._ORIGINAL

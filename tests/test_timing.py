@@ -10,15 +10,16 @@ import gc
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from gw_functions import Square
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import graphwidget as gw
-from gw_functions import Square
 from graphwidget import examples as ex
 from graphwidget.capture import native
+from graphwidget.capture.roots import root_nodes
 from graphwidget.profile.cross_check import profile_torch
 from graphwidget.profile.hooks import instrument
-from graphwidget.capture.roots import root_nodes
 
 CUDA_REASON = ("CUDA is not available on this machine, so the CUDA-event timing path (timing_hooks.CudaClock: events "
                "recorded in the hooks, one synchronise per run) is not exercised here")

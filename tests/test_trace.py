@@ -6,9 +6,9 @@ import os
 
 import pytest
 import torch
+from gw_functions import Square
 
 import graphwidget as gw
-from gw_functions import Square
 from graphwidget import examples as ex
 
 HERE = os.path.abspath(__file__)

@@ -6,7 +6,7 @@ Everything reads node attributes (``fwd_ms``, ``bwd_ms``, ``saved_bytes``, ``op`
 from __future__ import annotations
 
 import html
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .._util.text import human_bytes as _human_bytes
 from ..model.graph import GradGraph

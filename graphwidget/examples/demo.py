@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from . import homography as ex
 from .._util.text import human_bytes as _human_bytes
 from ..model.graph import GradGraph
+from . import homography as ex
 
 LABELS = ("repeat", "broadcast")
 TITLES = {"repeat": "homography (repeat)", "broadcast": "homography (broadcast)"}
@@ -34,7 +34,7 @@ def _biggest_nodes(g: GradGraph, k: int = 3) -> List[str]:
         rows.append((math.prod(outs[0]["shape"]), n, d, outs[0]))
     rows.sort(key=lambda r: -r[0])
     lines = []
-    for numel, n, d, out in rows[:k]:
+    for _, n, d, out in rows[:k]:
         where = f"  ({d['code']})" if d.get("code") else ""
         lines.append(f"    #{n:<3} {d['op']:<24} output {tuple(out['shape'])}{where}")
     return lines

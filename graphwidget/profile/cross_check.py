@@ -37,7 +37,8 @@ def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
     ms, backward ms per op type (including AccumulateGrad; the key ``"(evaluate_function total)"`` holds the sum of the
     inclusive events), per-node forward ms. With ``ref`` the run's graph must
     have the same structure as ``ref``'s."""
-    from torch.profiler import ProfilerActivity, profile as torch_profile
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
     cuda = dev.type == "cuda"
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     graph = None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from ..attribution.intercept import InterceptMode, Interception
+from ..attribution.intercept import Interception, InterceptMode
 from ..attribution.shared_patch import dynamo_skip
 from ..capture.seq import next_seq
 

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
@@ -31,7 +31,6 @@ from .clocks import CpuClock, CudaClock
 from .grads import Grads
 from .hooks import Run, call_map, first_difference, instrument, same_structure
 from .op_timer import OpTimer
-
 
 _gc_was: List[Optional[bool]] = [None]  # the collector's state when the first profile paused it
 

@@ -5,10 +5,8 @@ offline page with plotly.js inlined from the installed package (never a CDN; see
 """
 from __future__ import annotations
 
-import html
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
-from .._util.text import human_bytes as _human_bytes
 from ..analysis.tables import ENGINE, metric_value, timing_table
 from ..model.graph import GradGraph
 from .plotly_inline import escape_labels, figures_html

@@ -20,8 +20,8 @@ def static_html(graph: Any, top: int = 8) -> str:
     """A self-contained HTML summary of a GradGraph: headline numbers and its top nodes (by backward time when
     profiled, else by gradient bytes written). Every string from the graph is escaped."""
     s = graph.summary()
-    rows = [("nodes", str(s["nodes"])), ("edges", str(s["edges"])), ("saved for backward", human_bytes(s["saved_bytes"])),
-            ("gradients written", human_bytes(s["grad_bytes"]))]
+    rows = [("nodes", str(s["nodes"])), ("edges", str(s["edges"])),
+            ("saved for backward", human_bytes(s["saved_bytes"])), ("gradients written", human_bytes(s["grad_bytes"]))]
     if s.get("backward_ms") is not None:
         rows.append(("forward / backward", f"{s['forward_ms']:.2f} ms / {s['backward_ms']:.2f} ms"))
     key = "bwd_ms" if graph.meta.get("timed") else "grad_bytes"

@@ -134,6 +134,7 @@ def _check_value(value: Any, what: str, ns: Mapping[str, Any]) -> Any:
 
     Raises UsageError saying what to write when ``value`` has no graph."""
     import torch
+
     from ..capture.roots import grad_tensors
 
     if isinstance(value, torch.Tensor):

@@ -26,8 +26,8 @@ import torch.nn as nn
 
 import graphwidget as gw
 from graphwidget import examples as ex
-from graphwidget.analysis import advisor
 from graphwidget._util.gc import gc_paused
+from graphwidget.analysis import advisor
 from graphwidget.analysis.advisor.context import Context
 
 

@@ -137,7 +137,7 @@ def main() -> None:
         target = 1.0 if n <= 10_000 else 10.0
         for name, make in (("chain", chain_pair), ("transformer", transformer_pair), ("random DAG", random_pair)):
             a, b = make(n)
-            secs, cpu, d = timed(lambda: gw.diff(a, b), args.repeat)
+            secs, cpu, d = timed(lambda a=a, b=b: gw.diff(a, b), args.repeat)
             js, _, _ = timed(d.to_json, 1)
             how = Counter(d._phases.values())
             if name == "random DAG":

@@ -29,11 +29,11 @@ import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget import examples as ex  # noqa: E402
+from graphwidget.capture.roots import root_nodes  # noqa: E402
 from graphwidget.profile import clocks as T  # noqa: E402
-from graphwidget.profile.op_timer import OpTimer  # noqa: E402
 from graphwidget.profile.cross_check import profile_torch  # noqa: E402
 from graphwidget.profile.hooks import instrument
-from graphwidget.capture.roots import root_nodes  # noqa: E402
+from graphwidget.profile.op_timer import OpTimer  # noqa: E402
 
 ns = time.perf_counter_ns
 
@@ -137,7 +137,7 @@ def versus_profiler(name: str, fn: Callable[..., Any], args: tuple, trials: int,
     # end-to-end ratio above cannot exceed (plain + profiler's extra) / plain, whatever graphwidget does.
     print(f"  {'':18s} added to a plain fwd+bwd ({p:.1f} ms): gw.profile +{o - p:.1f} ms, torch.profiler "
           f"+{t - p:.1f} ms" + (f": x{(t - p) / (o - p):.0f} less" if o - p > 0.05 * p else
-                                  f" (gw.profile's addition is within 5% of the plain run: below the noise)"))
+                                  " (gw.profile's addition is within 5% of the plain run: below the noise)"))
 
 
 def homography(trials: int) -> None:

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 import fixtures as fx  # noqa: E402
+
 from graphwidget.views.assets import bundle_path  # noqa: E402
 from graphwidget.views.export import export_html  # noqa: E402
 

@@ -4,8 +4,8 @@ after a refactor.
 Prints the diff's report; ``--out diff.html`` also writes the offline side-by-side view. Exit status: 0 when the
 outputs and gradients match (and, with ``--fail-if-slower R``, B's backward is not slower than R × A beyond noise);
 1 when they differ (or have different structures), when B is slower than that (the low end of the 95 % interval of
-B/A is above R), or when a function raised; 2 for a usage error (a name that does not resolve, bad options), with a message saying what to
-write instead.
+B/A is above R), or when a function raised; 2 for a usage error (a name that does not resolve, bad options), with a
+message saying what to write instead.
 
 Names are ``module:attribute`` (``pkg.models:forward_v2``, ``pkg.models:Model.forward``) or ``path/to/file.py:name``.
 An ``nn.Module`` class is instantiated without arguments. ``--inputs`` names a function called without arguments

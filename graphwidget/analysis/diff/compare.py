@@ -221,7 +221,7 @@ def _run(fn: Callable[..., Any], side: str, label: str, args: Sequence[Any], kwa
 def _equivalence(ra: _Result, rb: _Result, inputs: List[str]) -> Dict[str, Any]:
     fa, fb = flatten(ra.out), flatten(rb.out)
     rows = []
-    for (pa, va), (pb, vb) in zip(fa, fb):
+    for (pa, va), (_, vb) in zip(fa, fb):
         if isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor):
             rows.append(check(pa, va.detach(), vb.detach()))
     grad_names = [n for n in inputs if n in ra.grads or n in rb.grads]

@@ -8,8 +8,9 @@ hooks), never the recorder. Per side, node times and wall times are medians over
 
 The ratio is the median over rounds of B's time divided by A's time *in the same round* (a slow spell of the machine
 slows both members of a round, and cancels), its interval a percentile bootstrap over whole rounds
-(:func:`graphwidget._util.stats.bootstrap_interval`). The verdict reads the interval, not the point estimate: a 95 % interval of B/A entirely below 1 is "B faster",
-entirely above 1 "B slower", anything containing 1 "no measurable difference".
+(:func:`graphwidget._util.stats.bootstrap_interval`). The verdict reads the interval, not the point estimate: a 95 %
+interval of B/A entirely below 1 is "B faster", entirely above 1 "B slower", anything containing 1 "no measurable
+difference".
 """
 from __future__ import annotations
 

@@ -61,9 +61,9 @@ def rows(d: "Diff", key: Callable[[Dict[str, Any]], str]) -> "DiffTable":
             r = table[k] = {"key": k, "added": [], "removed": [], "changed": [], "a": _empty(), "b": _empty()}
         return r
 
-    for i, rec in na.items():
+    for rec in na.values():
         _add(row(key(rec))["a"], rec)
-    for i, rec in nb.items():
+    for rec in nb.values():
         _add(row(key(rec))["b"], rec)
     for i in d.removed:
         row(key(na[i]))["removed"].append(i)

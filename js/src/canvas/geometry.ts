@@ -53,7 +53,8 @@ export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, le
   if (!Number.isFinite(lo)) { lo = x0; hi = x1; }
   // frames around the top items are part of what is read there: keep their left and right edges on screen if
   // they fit at the chosen scale
-  const s = clamp((w - 48) / Math.max(hi - lo, 1), legible, 0.8);
+  // views of mostly nodes start at a comfortable 0.8; views of groups a little smaller, to show more of the tree
+  const s = clamp((w - 48) / Math.max(hi - lo, 1), legible, floor < legible ? 0.65 : 0.8);
   if ((x1 - x0) * s <= w - 48) { lo = x0; hi = x1; }
   return { s, tx: w / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
 }

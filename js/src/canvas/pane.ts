@@ -40,6 +40,9 @@ export interface PaneEvents {
 
 export interface Timings { view: number; layout: number; draw: number; algorithm: string; worker: string; }
 
+/** Fit shows the whole drawing unless that makes it thinner than this on screen; then it fits across it. */
+const MIN_FIT_PX = 60;
+
 /**
  * What a relayout keeps in place on screen: a node (its centre), or the top-left corner of a group, whether it is
  * drawn as a box (`item`) or as a frame (`frame`): opening a group puts its frame where its box was, and back.
@@ -430,7 +433,18 @@ export class GraphPane {
   /** The whole view on screen (never magnified past 1.25). */
   fit(): void {
     const b = this.view && this.cssW ? viewBounds(this.view) : null;
-    if (b) this.camera.fit(b, this.cssW, this.cssH);
+    if (!b) return;
+    const c = Camera.fitBounds(b, this.cssW, this.cssH);
+    const bw = b[2] - b[0], bh = b[3] - b[1];
+    if (Math.min(bw * c.s, bh * c.s) >= MIN_FIT_PX) this.camera.set(c.s, c.tx, c.ty, "fit");
+    else if (bh > bw) {
+      // a sliver (a deep network opened whole): fit across it and start where the flow begins, not a line
+      const s = Math.min(1.25, (this.cssW - 48) / Math.max(bw, 1));
+      this.camera.set(s, this.cssW / 2 - ((b[0] + b[2]) / 2) * s, 24 - b[1] * s, "fit");
+    } else {
+      const s = Math.min(1.25, (this.cssH - 48) / Math.max(bh, 1));
+      this.camera.set(s, 24 - b[0] * s, this.cssH / 2 - ((b[1] + b[3]) / 2) * s, "fit");
+    }
     this.moved = false;
   }
 

@@ -166,7 +166,7 @@ export interface ExpandPolicy {
    * items; chain and fan-in groups stay closed until clicked */
   budget: number;
 }
-export const DEFAULT_POLICY: ExpandPolicy = { fullUpTo: 300, fullWithoutModulesUpTo: 2000, budget: 200 };
+export const DEFAULT_POLICY: ExpandPolicy = { fullUpTo: 300, fullWithoutModulesUpTo: 2000, budget: 250 };
 
 export function initialExpansion(model: GraphModel, h: Hierarchy, policy: Partial<ExpandPolicy> = {}): Set<Cluster> {
   const p = { ...DEFAULT_POLICY, ...policy };

@@ -55,8 +55,8 @@ export interface GraphWidgetApi {
   fit(): void;
   /** labels drawn in the last frame: node and group labels, frame titles (not edge counts nor badges) */
   labelCount(): number;
-  /** open groups drawn as titled frames: `{id, kind, label, size}` */
-  frames(): { id: string; kind: string; label: string; size: number }[];
+  /** open groups drawn as titled frames: `{id, kind, label, size, rect}` (rect in viewport CSS pixels) */
+  frames(): { id: string; kind: string; label: string; size: number; rect: { left: number; top: number; right: number; bottom: number } }[];
   /** the drawn items (nodes and closed groups) at least partly on screen, as viewport CSS pixel rectangles */
   itemRects(): { id: number | string; left: number; top: number; right: number; bottom: number }[];
   /** the advisor's findings carried by the graph, in their order: `{rule, severity, nodes, source}` ([] if none) */
@@ -136,7 +136,8 @@ export function attachApi(app: App): GraphWidgetApi {
       return true;
     },
     labelCount: () => app.pane?.labelCount ?? 0,
-    frames: () => (view()?.frames ?? []).map((f) => ({ id: f.cluster.id, kind: f.cluster.kind, label: f.title, size: f.cluster.size })),
+    frames: () => (view()?.frames ?? []).map((f) => ({ id: f.cluster.id, kind: f.cluster.kind, label: f.title, size: f.cluster.size,
+      rect: app.pane!.clientRect([f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2]) })),
     itemRects: () => {
       const p = app.pane, v = view();
       if (!p || !v) return [];

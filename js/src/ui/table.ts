@@ -7,6 +7,7 @@
 import type { GraphModel } from "../model/graph";
 import { h } from "./dom";
 import { formatBytes, formatMs } from "../model/format";
+import { shortOp } from "../model/grouping";
 
 export type SortKey = "op" | "source" | "module" | "fwd_ms" | "bwd_ms" | "saved_bytes";
 const COLUMNS: { key: SortKey; label: string; numeric: boolean; title: string }[] = [
@@ -19,7 +20,7 @@ const COLUMNS: { key: SortKey; label: string; numeric: boolean; title: string }[
 ];
 const MAX_ROWS = 200;
 /** a relative source longer than this is cut from the left: the file name and line are the end of it */
-const MAX_SOURCE = 30;
+const MAX_SOURCE = 24;
 
 export class TopTable {
   readonly el: HTMLDivElement;
@@ -73,34 +74,54 @@ export class TopTable {
   }
 
   render(): void {
-    const head = h("tr", {}, ...this.columns.map((c) => {
-      const arrow = c.key === this.key ? (this.desc ? " ▼" : " ▲") : "";
-      return h("th", { class: `${c.numeric ? "gw-num" : ""}${c.key === this.key ? " gw-sorted" : ""}`, title: c.title,
-        attrs: { "data-key": c.key, role: "button", tabindex: "0", "aria-sort": c.key === this.key ? (this.desc ? "descending" : "ascending") : "none" },
-        on: { click: () => this.sortBy(c.key), keydown: (ev) => { if ((ev as KeyboardEvent).key === "Enter") this.sortBy(c.key); } } },
-      c.label + arrow);
-    }));
-    const cell = (key: SortKey, i: number): HTMLElement => {
-      const n = this.model.nodes[i];
-      switch (key) {
-        case "op": return h("td", { class: "gw-opcell", text: n.op, title: n.op });
-        // zero-width spaces after the dots: the path wraps between its parts, it is never cut
-        case "module": return h("td", { class: "gw-modcell", text: (n.module ?? "").replace(/\./g, ".\u200b"), title: n.module ?? "" });
-        case "source": return h("td", { class: "gw-src", text: this.shortSource(n.source), title: [n.source, n.code].filter(Boolean).join("\n") });
-        case "fwd_ms": return h("td", { class: "gw-num", text: n.fwd_ms === null ? "" : formatMs(n.fwd_ms) });
-        case "bwd_ms": return h("td", { class: "gw-num", text: n.bwd_ms === null ? "" : formatMs(n.bwd_ms) });
-        default: return h("td", { class: "gw-num", text: formatBytes(n.saved_bytes) });
+    const arrowOf = (key: SortKey) => (key === this.key ? (this.desc ? " ▼" : " ▲") : "");
+    const sortAttrs = (key: SortKey) => ({ "data-key": key, role: "button", tabindex: "0",
+      "aria-sort": key === this.key ? (this.desc ? "descending" : "ascending") : "none" });
+    const sortOn = (key: SortKey) => ({
+      click: (ev: Event) => { ev.stopPropagation(); this.sortBy(key); },
+      keydown: (ev: Event) => { if ((ev as KeyboardEvent).key === "Enter") this.sortBy(key); },
+    });
+    const showModule = this.columns.some((c) => c.key === "module"), showSource = this.columns.some((c) => c.key === "source");
+    const hasWhere = showModule || showSource;
+    const heads: HTMLElement[] = [];
+    for (const c of this.columns) {
+      if (c.key === "module" || c.key === "source") continue;
+      heads.push(h("th", { class: `${c.numeric ? "gw-num" : ""}${c.key === this.key ? " gw-sorted" : ""}`, title: c.title,
+        attrs: sortAttrs(c.key), on: sortOn(c.key) }, c.label + arrowOf(c.key)));
+      if (c.key === "op" && hasWhere) {
+        // module and source share a column, one above the other: the panel is too narrow for both side by side
+        const parts = this.columns.filter((x) => x.key === "module" || x.key === "source").map((x) =>
+          h("span", { class: `gw-sortkey${x.key === this.key ? " gw-sorted" : ""}`, text: x.label + arrowOf(x.key), title: x.title,
+            attrs: sortAttrs(x.key), on: sortOn(x.key) }));
+        heads.push(h("th", { class: "gw-wherehead" }, ...parts.flatMap((p, k) => (k ? [" · ", p] : [p]))));
       }
-    };
+    }
     const body = h("tbody", {}, ...this.rows().map((i) => {
       const n = this.model.nodes[i];
-      const tr = h("tr", { attrs: { "data-node": String(n.id) }, on: { click: () => this.onPick(i) } }, ...this.columns.map((c) => cell(c.key, i)));
+      const cells: HTMLElement[] = [];
+      for (const c of this.columns) {
+        if (c.key === "module" || c.key === "source") continue;
+        if (c.key === "op") {
+          // "Backward0" ends nearly every op: left out here (the full name on hover), it costs a third of the column
+          cells.push(h("td", { class: "gw-opcell", text: shortOp(n.op), title: n.op }));
+          if (hasWhere) {
+            cells.push(h("td", { class: "gw-wherecell" },
+              // zero-width spaces after the dots: a module path wraps between its parts, it is never cut
+              showModule ? h("span", { class: "gw-modcell", text: (n.module ?? "").replace(/\./g, ".\u200b"), title: n.module ?? "" }) : null,
+              showSource && n.source ? h("span", { class: "gw-src", text: this.shortSource(n.source), title: [n.source, n.code].filter(Boolean).join("\n") }) : null));
+          }
+        } else if (c.key === "fwd_ms") cells.push(h("td", { class: "gw-num", text: n.fwd_ms === null ? "" : formatMs(n.fwd_ms) }));
+        else if (c.key === "bwd_ms") cells.push(h("td", { class: "gw-num", text: n.bwd_ms === null ? "" : formatMs(n.bwd_ms) }));
+        else cells.push(h("td", { class: "gw-num", text: formatBytes(n.saved_bytes) }));
+      }
+      const tr = h("tr", { attrs: { "data-node": String(n.id) }, on: { click: () => this.onPick(i) } }, ...cells);
       if (n.id === this.selected) tr.classList.add("gw-sel");
       return tr;
     }));
     const note = this.model.n > MAX_ROWS ? h("p", { class: "gw-note", text: `first ${MAX_ROWS} of ${this.model.n} nodes` }) : null;
     const where = this.root ? h("p", { class: "gw-note gw-srcroot", text: `sources relative to ${this.root}`, title: this.root }) : null;
-    this.el.replaceChildren(h("table", { class: "gw-grid gw-toptable" }, h("thead", {}, head), body), ...[where, note].filter((x): x is HTMLParagraphElement => !!x));
+    this.el.replaceChildren(h("table", { class: "gw-grid gw-toptable" }, h("thead", {}, h("tr", {}, ...heads)), body),
+      ...[where, note].filter((x): x is HTMLParagraphElement => !!x));
   }
 }
 

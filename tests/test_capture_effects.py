@@ -362,3 +362,15 @@ def test_transformer_library_lines_and_plain_capture_has_none():
     assert len(sources) == 1  # everything was made by the one user call
     plain = gw.capture(g.output)
     assert all(plain.node(n)["lib_source"] is None for n in plain.nodes())
+
+
+def test_new_saved_keys_round_trip_and_are_validated():
+    net = _net(True)
+    g = gw.capture(net(torch.randn(8, 16)), module=net)
+    text = g.to_json()
+    assert gw.load_json(text).to_json() == text
+    doc = json.loads(text)
+    node = next(n for n in doc["nodes"] if any(s["packed"] for s in n["saved"]))
+    node["saved"][0]["packed"] = "maybe"
+    with pytest.raises(ValueError, match=r"saved\[0\]\.packed"):
+        gw.load_json(json.dumps(doc))

@@ -95,7 +95,7 @@ def report() -> Dict[str, Any]:
     """Everything ``doctor`` prints, as a dict."""
     from ._version import __version__
     py = sys.version_info[:2]
-    versions = {"python": platform.python_version(), "graphwidget": __version__}
+    versions: Dict[str, Optional[str]] = {"python": platform.python_version(), "graphwidget": __version__}
     versions.update({d: _version(d) for d in PACKAGES})
     try:  # the running torch's own version says more than the distribution's (2.4.1+cu121, 2.13.0+cpu)
         import torch
@@ -105,7 +105,7 @@ def report() -> Dict[str, Any]:
     torch_ok: Optional[bool] = None
     if versions.get("torch"):
         from .capture.native import _parse_version
-        torch_ok = _parse_version(versions["torch"])[:2] >= SUPPORTED_TORCH_MIN
+        torch_ok = _parse_version(str(versions["torch"]))[:2] >= SUPPORTED_TORCH_MIN
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     return {
         "versions": versions,

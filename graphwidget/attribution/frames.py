@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
@@ -25,7 +26,7 @@ def _is_user_file(fname: str) -> bool:
 
 def user_frame(start: int = 2) -> Optional[Any]:
     """The innermost frame that belongs to the user's code (not torch, not graphwidget's internals)."""
-    f = sys._getframe(start)
+    f: Optional[FrameType] = sys._getframe(start)
     while f is not None:
         if _is_user_file(f.f_code.co_filename):
             return f
@@ -50,7 +51,7 @@ def library_frame(start: int = 2) -> Optional[Any]:
     """The innermost frame of library code (torch) that made the current torch call, or ``None`` when that is
     the user's own code: a call made inside ``nn.MultiheadAttention`` names the line in ``torch/nn/...``, a call
     the user made directly names nothing (its ``source`` says it all)."""
-    f = sys._getframe(start)
+    f: Optional[FrameType] = sys._getframe(start)
     while f is not None and _is_own_file(f.f_code.co_filename):
         f = f.f_back
     dispatched = False

@@ -40,7 +40,7 @@ def _apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
     return orig.__get__(None, cls)(*args, **kwargs)
 
 
-_DISPATCHER = classmethod(_apply)
+_DISPATCHER: Any = classmethod(_apply)
 _ORIGINAL = _Function.__dict__["apply"]  # the classmethod object itself
 
 

@@ -81,13 +81,13 @@ def _filters_changed() -> None:
 
 def _quiet() -> None:
     if not any(f is _FILTER for f in warnings.filters):
-        warnings.filters.insert(0, _FILTER)  # type: ignore[arg-type]
+        warnings.filters.insert(0, _FILTER)  # type: ignore[arg-type,attr-defined]
         _filters_changed()
 
 
 def _unquiet() -> None:
     if any(f is _FILTER for f in warnings.filters):
-        warnings.filters[:] = [f for f in warnings.filters if f is not _FILTER]
+        warnings.filters[:] = [f for f in warnings.filters if f is not _FILTER]  # type: ignore[index]
         _filters_changed()
 
 

@@ -32,7 +32,7 @@ def parameter_names(module: Optional[torch.nn.Module]) -> Dict[int, str]:
 ENGINES = ("auto", "native", "python")
 
 
-def _type_info(fn: Node) -> Tuple[str, str, Tuple[Tuple[str, str], ...], Tuple[Tuple[str, str], ...]]:
+def _type_info(fn: Node) -> Tuple[str, str, Tuple[Tuple[str, ...], ...], Tuple[Tuple[str, str], ...]]:
     info = _TypeInfo(fn)
     return info.op, info.kind, info.tensor_attrs, info.other_attrs
 

@@ -267,10 +267,11 @@ def missing_facts() -> Dict[str, str]:
     {}
     """
     probe = torch.zeros(1, requires_grad=True).exp().grad_fn  # no RNG use: asking must not change user results
+    assert probe is not None
     missing = {}
     if not hasattr(probe, "_input_metadata"):
         missing["_input_metadata"] = _NO_INPUT_METADATA.format(v=torch.__version__)
-    if not hasattr(probe._raw_saved_result, "unpack_hook"):
+    if not hasattr(probe._raw_saved_result, "unpack_hook"):  # type: ignore[attr-defined]
         missing["SavedTensor.unpack_hook"] = _NO_UNPACK_HOOK.format(v=torch.__version__)
     return missing
 

@@ -96,7 +96,9 @@ def root_node(t: torch.Tensor, label: str = "the tensor", who: str = "graphwidge
         return t.grad_fn
     if t.requires_grad:
         # A leaf: its graph is just its AccumulateGrad node; reach it the public way, through a view.
-        return t.view_as(t).grad_fn.next_functions[0][0]
+        view_fn = t.view_as(t).grad_fn
+        assert view_fn is not None
+        return view_fn.next_functions[0][0]
     raise ValueError(_why_no_grad(t, label, who))
 
 
@@ -128,7 +130,8 @@ def roots_of(obj: Any, who: str = "graphwidget.capture") -> List[Node]:
         plain = [t for t in flat_tensors(obj)]
         if plain:
             raise ValueError(_why_no_grad(plain[0], "no tensor in it requires grad; the first", who))
-        what = f"an empty {type(obj).__name__}" if not _children(obj) else f"a {type(obj).__name__} with no tensor in it"
+        kind = type(obj).__name__
+        what = f"an empty {kind}" if not _children(obj) else f"a {kind} with no tensor in it"
         raise ValueError(f"{who} got {what}; pass at least one tensor that requires grad.")
     return root_nodes(found)
 

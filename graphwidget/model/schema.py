@@ -67,6 +67,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _nonneg_int(v: Any) -> bool:
+    return _is_int(v) and v >= 0
+
+
+def _nonneg_num(v: Any) -> bool:
+    return _is_num(v) and v >= 0
+
+
 def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -105,7 +113,7 @@ def validate_node(i: Optional[int], n: Any) -> None:
         raise SchemaError(f"nodes[{i}] must be an object, got {type(n).__name__}.")
     nid = n.get("id")
     at = _where(i, nid)
-    if not _is_int(nid) or nid < 0:
+    if not _nonneg_int(nid):
         raise SchemaError(f"nodes[{i}]: \"id\" must be a non-negative integer; got {nid!r:.40}.")
     op = n.get("op")
     if not isinstance(op, str) or not op:
@@ -134,7 +142,7 @@ def validate_node(i: Optional[int], n: Any) -> None:
             _check_shape(s.get("stride"), f"{at}: saved[{j}].stride")
             for key in ("bytes", "storage_bytes"):
                 v = s.get(key)
-                _check_opt(v, _is_int(v) and v >= 0, f"{at}: saved[{j}].{key}", "a non-negative integer")
+                _check_opt(v, _nonneg_int(v), f"{at}: saved[{j}].{key}", "a non-negative integer")
             _check_opt(s.get("storage"), _is_int(s.get("storage")), f"{at}: saved[{j}].storage", "an integer")
             packed = s.get("packed")
             _check_opt(packed, packed in PACKED_KINDS, f"{at}: saved[{j}].packed", f"one of {PACKED_KINDS}")
@@ -150,10 +158,10 @@ def validate_node(i: Optional[int], n: Any) -> None:
         _check_opt(tensor.get("storage"), _is_int(tensor.get("storage")), f"{at}: tensor.storage", "an integer")
     for key in ("saved_bytes", "grad_bytes"):
         v = n.get(key)
-        _check_opt(v, _is_int(v) and v >= 0, f"{at}: \"{key}\"", "a non-negative integer")
+        _check_opt(v, _nonneg_int(v), f"{at}: \"{key}\"", "a non-negative integer")
     for key in ("fwd_ms", "bwd_ms"):
         v = n.get(key)
-        _check_opt(v, _is_num(v) and v >= 0, f"{at}: \"{key}\"", "a finite non-negative number")
+        _check_opt(v, _nonneg_num(v), f"{at}: \"{key}\"", "a finite non-negative number")
     seq = n.get("seq")
     _check_opt(seq, _is_int(seq), f"{at}: \"seq\"", "an integer")
     for key in ("source", "code", "module", "lib_source"):
@@ -181,7 +189,7 @@ def validate_edge(k: int, e: Any, ids: set) -> Tuple[int, int]:
     also = e.get("also")
     _check_opt(also, isinstance(also, list), f"edges[{k}].also", "a list")
     _check_finite(e, f"edges[{k}]")
-    return u, v
+    return u, v  # type: ignore[return-value]  # both checked to be ints above
 
 
 def validate(doc: Any) -> Dict[str, Any]:
@@ -197,7 +205,7 @@ def validate(doc: Any) -> Dict[str, Any]:
         raise SchemaError(f"not a graphwidget graph: \"format\" is {got!r}, expected {FORMAT!r}{hint}.")
     version = doc.get("version")
     if version != VERSION:
-        newer = _is_int(version) and version > VERSION
+        newer = isinstance(version, int) and version > VERSION
         raise SchemaError(
             f"graph schema version {version!r} is not supported by this release (it reads version {VERSION})"
             + ("; upgrade graphwidget." if newer else "."))
@@ -216,7 +224,8 @@ def validate(doc: Any) -> Dict[str, Any]:
             _check_opt(v, _is_num(v), f"meta.timing.{key}", "a finite number")
         for key, least in (("repeat", 1), ("warmup", 0), ("runs_used", 0)):
             v = timing.get(key)
-            _check_opt(v, _is_int(v) and v >= least, f"meta.timing.{key}", f"an integer >= {least}")
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= least
+            _check_opt(v, ok, f"meta.timing.{key}", f"an integer >= {least}")
         for key in ("device", "clock", "stat"):
             v = timing.get(key)
             _check_opt(v, isinstance(v, str), f"meta.timing.{key}", "a string")
@@ -287,7 +296,7 @@ def validate_findings(findings: Any, ids: set) -> None:
 def unknown_node_keys(nodes: List[Dict[str, Any]]) -> List[str]:
     """Node keys this release does not know (they are dropped on load, with one warning naming them)."""
     known = set(NODE_KEYS) | {"id"}
-    extra = set()
+    extra: set = set()
     for n in nodes:
         extra.update(k for k in n if k not in known)
     return sorted(extra)

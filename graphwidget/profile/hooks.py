@@ -55,7 +55,7 @@ def _install_lean() -> None:
         return
     _saved_register[0] = current
     _saved_register[1] = _Function._register_hook
-    _Function._register_hook = _LEAN  # type: ignore[attr-defined]
+    _Function._register_hook = _LEAN  # type: ignore[attr-defined,method-assign]
 
 
 def _uninstall_lean() -> None:
@@ -63,7 +63,7 @@ def _uninstall_lean() -> None:
         if _saved_register[0] is None:
             del _Function._register_hook  # type: ignore[attr-defined]
         else:
-            _Function._register_hook = _saved_register[0]  # type: ignore[attr-defined]
+            _Function._register_hook = _saved_register[0]  # type: ignore[attr-defined,method-assign]
 
 
 LEAN_REGISTRATION = SharedPatch("torch.autograd.Function._register_hook", _install_lean, _uninstall_lean)
@@ -109,7 +109,9 @@ def lean_hook_registration(new: List[Any], shared: List[Any]) -> LeanRegistratio
 @functools.lru_cache(maxsize=None)
 def accumulate_grad_type() -> type:
     leaf = torch.zeros(1, requires_grad=True)
-    return type(leaf.view_as(leaf).grad_fn.next_functions[0][0])
+    view_fn = leaf.view_as(leaf).grad_fn
+    assert view_fn is not None
+    return type(view_fn.next_functions[0][0])
 
 
 class Run:

@@ -193,6 +193,7 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
     finally:
         if backward:
             grads.finish(ok)
+    assert graph is not None  # run 0 always captures the graph
     kept = _kept_runs(runs, stat)
     agg = median if stat == "median" else mean
     nodes = graph.nx.nodes

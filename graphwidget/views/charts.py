@@ -26,9 +26,9 @@ def _check_timed(graph: GradGraph) -> None:
 
 
 def _bars_by(graph: GradGraph, group: str, top: int) -> Tuple[List[str], List[float], List[float]]:
-    rows = timing_table(graph, top=None, group=group)
-    engine = [r for r in rows if r[group] == ENGINE]
-    rows = [r for r in rows if r[group] != ENGINE]
+    table = timing_table(graph, top=None, group=group)
+    engine = [r for r in table if r[group] == ENGINE]
+    rows = [r for r in table if r[group] != ENGINE]
     shown, rest = rows[:top], rows[top:]
     labels = [str(r[group]) for r in shown]
     fwd = [r["fwd_ms"] or 0.0 for r in shown]

@@ -7,7 +7,7 @@
  * Node record keys, in the order the Python side writes them (graphwidget/graph.py NODE_KEYS). A Python test parses
  * this array literal out of this file: keep it one literal of double-quoted strings.
  */
-export const NODE_KEYS = ["op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module", "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes"] as const;
+export const NODE_KEYS = ["op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module", "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source"] as const;
 
 /** Edge record keys besides source and target, in the Python order (graphwidget/graph.py EDGE_KEYS). */
 export const EDGE_KEYS = ["output", "slot", "shape", "dtype", "also"] as const;
@@ -30,6 +30,10 @@ export interface SavedTensor {
   storage_bytes: number | null;
   storage: number | null;
   freed: boolean;
+  /** saved behind saved-tensor hooks and never unpacked by the capture: its bytes are not held by the graph */
+  packed?: "checkpoint" | "hooks" | null;
+  /** modified in place after the forward: backward would fail with a version mismatch */
+  stale?: boolean | null;
 }
 
 export interface LeafTensor {
@@ -42,6 +46,8 @@ export interface LeafTensor {
   bytes?: number | null;
   requires_grad?: boolean | null;
   name?: string | null;
+  /** graph-local storage id (the same numbering as saved tensors): a saved tensor of a parameter shares it */
+  storage?: number | null;
 }
 
 export interface GraphNode {
@@ -63,6 +69,8 @@ export interface GraphNode {
   bwd_ms: number | null;
   /** bytes of the gradients this node's backward writes (sizes on its incoming edges); null if unknown */
   grad_bytes: number | null;
+  /** gw.trace: innermost torch library line (relative to site-packages) for nodes made inside torch.nn, else null */
+  lib_source?: string | null;
 }
 
 export interface GraphEdge {

@@ -9,7 +9,7 @@ VPY     := $(VENV)/bin/python
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.setup-done
 
-.PHONY: setup native demo test test-python matrix bench js clean browser
+.PHONY: setup native demo test test-python lint matrix bench js clean browser
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -50,6 +50,11 @@ test: setup browser
 test-python: $(STAMP)
 	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q tests --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench \
 	  --ignore=tests/test_install.py -m "not browser and not jupyterlab"
+
+# ruff (config in pyproject.toml) and mypy (the package ships py.typed)
+lint: $(STAMP)
+	$(VPY) -m ruff check graphwidget tests
+	$(VPY) -m mypy
 
 # Fresh venvs in /tmp for the oldest and the newest supported torch and Python, installed from a wheel (.ci/matrix).
 matrix: $(STAMP)

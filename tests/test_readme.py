@@ -48,3 +48,28 @@ def test_compiled_core_block_runs():
     exec(block_after("### The compiled core"), ns)
     assert set(ns["native"].status()) == {"available", "path", "reason"}
     assert ns["g"].summary()["nodes"] == 4
+
+
+def test_before_after_block_runs_and_matches_what_it_says():
+    ns: dict = {}
+    exec(block_after("## Before/after"), ns)
+    d = ns["d"]
+    assert d.equivalent is True and sorted(ns["removed"]) == ["RepeatBackward0", "UnsqueezeBackward0"]
+    assert ns["added"] == ["UnsqueezeBackward0"] * 12
+    assert [ns["d2"].b.node(i)["op"] for i in ns["d2"].added] == ["MulBackward0"]
+    assert type(ns["again"]).__name__ == "Diff" and ns["path"].is_file()
+
+
+def test_advisor_block_runs():
+    ns: dict = {}
+    exec(block_after("## The advisor"), ns)
+    f = ns["f"]
+    assert (f.rule, f.severity) == ("repeat-broadcast", "warning")
+    assert f.code == "h = homo.unsqueeze(1).repeat(1, W * H, 1, 1)" and ns["g"].findings is not None
+
+
+def test_capture_changes_nothing_blocks_run():
+    ns: dict = {}
+    exec(block_after("### Capture changes nothing"), ns)
+    exec(block_after("### Parameters vs activations"), ns)
+    assert ns["ckpt"]["saved_bytes"] < ns["plain"]["saved_bytes"]

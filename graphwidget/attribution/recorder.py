@@ -31,8 +31,9 @@ from ..capture.roots import flat_tensors
 from ..capture.seq import next_seq
 from ..model.graph import GradGraph
 from .frames import library_frame, library_line, traced_lines, user_frame
-from .intercept import InterceptMode, Interception
+from .intercept import Interception, InterceptMode
 from .shared_patch import dynamo_skip
+
 
 class Call:
     """One intercepted torch call: the node sequence numbers it created and where it happened."""
@@ -40,7 +41,7 @@ class Call:
     __slots__ = ("lo", "hi", "source", "code", "module", "outputs", "ms", "lib", "lines")
 
     def __init__(self, lo: int, hi: int, source: Optional[str], code: Optional[str], module: Optional[str],
-                 outputs: Dict[int, Dict[int, Tuple[List[int], bool]]], ms: Any) -> None:
+                 outputs: Dict[int, Dict[int, Tuple[Any, ...]]], ms: Any) -> None:
         self.lo, self.hi = lo, hi  # node sequence numbers in [lo, hi)
         self.source, self.code, self.module = source, code, module
         self.outputs = outputs     # seq -> output_nr -> (stride, contiguous)
@@ -104,7 +105,10 @@ class Recorder:
 
     @dynamo_skip
     def _region_end(self, start: Tuple[Optional[int], Any], output: Any) -> None:
+        n = len(self.calls)
         self.run(_Returns(output), (), {}, start=start)
+        if len(self.calls) > n:
+            self.calls[-1].lib = None  # made by the compiled code, not by a library line
 
     @dynamo_skip
     def run(self, func: Callable[..., Any], args: Sequence[Any], kwargs: Optional[Mapping[str, Any]],
@@ -131,7 +135,7 @@ class Recorder:
             hi = next_seq()
             if hi == lo:
                 return out  # created no node: nothing to attribute
-        outputs: Dict[int, Dict[int, Tuple[List[int], bool]]] = {}
+        outputs: Dict[int, Dict[int, Tuple[Any, ...]]] = {}
         seqs = []
         for t in flat_tensors(out):
             fn = t.grad_fn
@@ -147,6 +151,8 @@ class Recorder:
                 return out
             lo, hi = min(seqs), max(seqs) + 1
         frame = user_frame(3)
+        source: Optional[str]
+        code: Optional[str]
         if frame is not None:
             fname, line = frame.f_code.co_filename, frame.f_lineno
             source = f"{fname}:{line}"

@@ -6,8 +6,9 @@ run, once, on request — never silently during a capture::
 
     python -m graphwidget build-native      # or: graphwidget.capture.native.build()
 
-A build takes 1.5-2 min on an idle 2-core machine and up to 4 min when the machine is busy (measured; see
-``BUILD_TIME``); it needs a C++ compiler (g++) and Python's headers, and uses ninja when it is installed.
+A build is about 2 minutes of compiler CPU time (124-133 s measured, g++ 12 -O2): 4 min of wall time on this 2-core
+machine with ninja while other work ran (load ~5), 8-9 min under heavy load or without ninja on a busy machine (see
+``BUILD_TIME``). It needs a C++ compiler (g++) and Python's headers, and uses ninja when it is installed.
 
 Where builds live. Never inside the package (``pip uninstall`` must leave nothing importable behind), and one folder
 per environment, so building for one venv never touches another's build::
@@ -56,8 +57,9 @@ HEADERS = [NATIVE_DIR / "common.h"]
 #: the sources use that API (torch 2.12 and older fail with ``intrusive_ptr<Node>`` vs ``shared_ptr`` errors).
 MIN_TORCH: Tuple[int, int] = (2, 13)
 #: What a build costs, measured with ``python -m graphwidget build-native`` on this project's 2-core machine (g++ 12,
-#: -O2): said in every message that suggests a build.
-BUILD_TIME = "about 2 minutes (1.5-4 min on a 2-core machine, longer when it is busy)"
+#: -O2): 124-133 s of compiler CPU; wall 235 s with ninja at load ~5, 503-555 s at load ~10-12, 527 s without ninja
+#: at load ~6. Said in every message that suggests a build.
+BUILD_TIME = "about 2 min of compiler CPU: 4-9 min on a 2-core machine, the more the busier it is"
 #: A capture of this many nodes without the core says, once, that the core exists and how to build it.
 LARGE_GRAPH = 20_000
 #: Exit code of the build's import check when the library loaded but is not the core (wrong symbols).

@@ -1,13 +1,20 @@
 """Viewer benchmark: time from page.goto(export) to data-gw-state=ready, export sizes, and the layout algorithms.
 
-    .venv/bin/python tests/bench/bench_viewer.py [--quick]
+    .venv/bin/python tests/bench/bench_viewer.py [--quick] [--models] [--repeat N]
 
 Runs Debian's Chromium headless through Playwright, network refused (see shared/TESTING.md). Prints markdown
 tables (pasted into docs/viewer.md). Targets: 10k nodes ≤ 1.5 s, 100k nodes (collapsed view) ≤ 5 s.
+
+Besides the wall time (median, min–max over fresh browser contexts) it prints the CPU seconds of the page's main
+thread and of its renderer process (main thread + layout worker), read from Chromium's Performance metrics, and the
+load average: on a machine shared with other jobs the wall time follows the load, the CPU time hardly does.
+`--models` times the real models of tests/browser/model_graphs.py (GPT-2 60 and 200 blocks, BERT 24 layers,
+TransformerEncoder 48 layers; captured on first use, then cached): first view, opening one block, Expand all.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -21,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 import fixtures as fx  # noqa: E402
+import model_graphs as mg  # noqa: E402
 
 from graphwidget.views.assets import bundle_path  # noqa: E402
 from graphwidget.views.export import export_html  # noqa: E402
@@ -37,35 +45,82 @@ def open_ready(browser: Any, path: Path) -> Dict[str, Any]:
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
     ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
     page = ctx.new_page()
+    cdp = ctx.new_cdp_session(page)
+    cdp.send("Performance.enable")
     t0 = time.perf_counter()
     page.goto(path.as_uri())
     page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=120_000)
     wall = time.perf_counter() - t0
-    info = page.evaluate(f"() => {{ const a = {API}; return {{ shown: a.nodeCount(), t: a.timings }}; }}")
+    info = page.evaluate(f"() => {{ const a = {API}; return {{ shown: a.nodeCount(), labels: a.labelCount ? a.labelCount() : null, t: a.timings }}; }}")
+    m = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+    info["thread_cpu"], info["process_cpu"] = m.get("ThreadTime", float("nan")), m.get("ProcessTime", float("nan"))
     info["wall"] = wall
     info["page"] = page
     info["ctx"] = ctx
+    info["cdp"] = cdp
     return info
+
+
+def spread(xs: List[float]) -> str:
+    return f"{statistics.median(xs):.2f} s ({min(xs):.2f}–{max(xs):.2f})"
 
 
 def bench_load(browser: Any, sizes: List[int], repeat: int, out: Path) -> None:
     viewer = bundle_path("viewer.js").stat().st_size
     print(f"\nviewer.js: {viewer:,} bytes ({viewer / 1024:.0f} KiB)\n")
-    print("| graph | nodes | file | data bytes/node | shown | goto → ready (median) | decode | layout |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| graph | nodes | file | data bytes/node | shown | goto → ready, median (min–max) | CPU main / renderer | decode | layout | load avg |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, make in SHAPES.items():
         for n in sizes:
             path = export_html(make(n), out / f"{name.replace(' ', '_')}_{n}.html")
             size = path.stat().st_size
-            walls, last = [], None
+            runs = []
             for _ in range(repeat):
                 info = open_ready(browser, path)
-                walls.append(info["wall"])
                 info["ctx"].close()
-                last = info
-            t = last["t"]
-            print(f"| {name} | {n:,} | {size / 1024:,.0f} KiB | {(size - viewer) / n:.0f} | {last['shown']:,} | "
-                  f"{statistics.median(walls):.2f} s | {t['decode']:.0f} ms | {t['layout']:.0f} ms ({t['algorithm']}) |")
+                runs.append(info)
+            t = runs[-1]["t"]
+            print(f"| {name} | {n:,} | {size / 1024:,.0f} KiB | {(size - viewer) / n:.0f} | {runs[-1]['shown']:,} | "
+                  f"{spread([r['wall'] for r in runs])} | {statistics.median(r['thread_cpu'] for r in runs):.2f} / "
+                  f"{statistics.median(r['process_cpu'] for r in runs):.2f} s | {t['decode']:.0f} ms | "
+                  f"{t['layout']:.0f} ms ({t['algorithm']}) | {os.getloadavg()[0]:.1f} |")
+
+
+def bench_models(browser: Any, repeat: int, out: Path) -> None:
+    """Real models: first view (what it shows, labels drawn), then opening one block and Expand all, timed."""
+    print("\n| model | nodes | first view: items (groups) | labels | goto → ready, median (min–max) | CPU main / renderer "
+          "| layout | open one block | Expand all (CPU main / renderer) | load avg |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in ("gpt2_60", "bert_24", "encoder48", "gpt2_200"):
+        try:
+            doc = mg.model_graph(name)
+        except ImportError as e:
+            print(f"| {name} | skipped: {e} |")
+            continue
+        path = export_html(doc, out / f"{name}.html")
+        runs = []
+        for k in range(repeat):
+            info = open_ready(browser, path)
+            if k < repeat - 1:
+                info["ctx"].close()
+            runs.append(info)
+        last = runs[-1]
+        page, cdp = last["page"], last["cdp"]
+        groups = page.evaluate(f"() => {API}.groups().length")
+        block = page.evaluate(f"""async () => {{ const a = {API}; const g = a.groups().sort((x, y) => y.size - x.size)[0];
+            if (!g) return null; const t0 = performance.now(); await a.expand(g.id); return performance.now() - t0; }}""")
+        m0 = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+        t0 = time.perf_counter()
+        page.evaluate(f"async () => {{ await {API}.expandAll(); }}")
+        wall_all = time.perf_counter() - t0
+        m1 = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+        t = last["t"]
+        print(f"| {name} | {len(doc['nodes']):,} | {last['shown']:,} ({groups}) | {last['labels']} | "
+              f"{spread([r['wall'] for r in runs])} | {statistics.median(r['thread_cpu'] for r in runs):.2f} / "
+              f"{statistics.median(r['process_cpu'] for r in runs):.2f} s | {t['layout']:.0f} ms ({t['algorithm']}) | "
+              f"{'—' if block is None else f'{block:.0f} ms'} | {wall_all:.2f} s ({m1['ThreadTime'] - m0['ThreadTime']:.2f} / "
+              f"{m1['ProcessTime'] - m0['ProcessTime']:.2f} s) | {os.getloadavg()[0]:.1f} |")
+        last["ctx"].close()
 
 
 def bench_expand_all(browser: Any, sizes: List[int], out: Path) -> None:
@@ -116,18 +171,25 @@ def bench_layouts(browser: Any, out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1k and 10k only, one run each")
+    ap.add_argument("--models", action="store_true", help="only the real models")
+    ap.add_argument("--repeat", type=int, default=None, help="page loads per graph (default 3, --quick 1)")
     args = ap.parse_args()
     exe = shutil.which("chromium")
     if not exe:
         sys.exit("chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+    repeat = args.repeat or (1 if args.quick else 3)
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores)")
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, headless=True, args=ARGS)
         out = Path(tmp)
-        bench_load(browser, sizes, 1 if args.quick else 3, out)
-        bench_expand_all(browser, [10_000] if args.quick else [10_000, 100_000], out)
-        bench_layouts(browser, out)
+        open_ready(browser, export_html(fx.single(), out / "warm.html"))["ctx"].close()  # compile the bundle once
+        if not args.models:
+            bench_load(browser, sizes, repeat, out)
+            bench_expand_all(browser, [10_000] if args.quick else [10_000, 100_000], out)
+            bench_layouts(browser, out)
+        bench_models(browser, repeat, out)
         browser.close()
 
 

@@ -1,4 +1,4 @@
-"""Hand-made diff documents ("graphwidget-diff", docs/diff-format-draft.md) for the diff view's tests and benchmark.
+"""Hand-made diff documents ("graphwidget-diff", docs/diff.md) for the diff view's tests and benchmark.
 
 `make_diff` fills the summary and the Changes rows from the two graphs and the match the way the Python side
 documents them, so the view is tested against complete documents without depending on the analysis code.

@@ -2,7 +2,7 @@
 fake anywidget model. Every network request is refused and recorded; no test may make one.
 
 The diff documents are written by hand here (diff_fixtures.py), in the documented format
-(docs/diff-format-draft.md), so these tests do not depend on the Python diff analysis.
+(docs/diff.md), so these tests do not depend on the Python diff analysis.
 """
 from __future__ import annotations
 

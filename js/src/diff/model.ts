@@ -2,7 +2,7 @@
  * The diff indexed for the view: every node's status on its side, its counterpart on the other side, and the
  * fields that differ for a changed pair. Side 0 is A, side 1 is B.
  *
- * Status (docs/diff-format-draft.md): a node of A is "removed" if listed in `removed`, "changed" if its pair is in
+ * Status (docs/diff.md): a node of A is "removed" if listed in `removed`, "changed" if its pair is in
  * `changed`, else "unchanged"; for B "added" / "changed" / "unchanged" likewise.
  */
 import type { GraphModel } from "../model/graph";

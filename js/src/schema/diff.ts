@@ -1,5 +1,5 @@
 /**
- * Types of the diff document ("graphwidget-diff", version 1; docs/diff-format-draft.md): two graph documents, which
+ * Types of the diff document ("graphwidget-diff", version 1; docs/diff.md): two graph documents, which
  * of their nodes match, what changed, a summary and the rows of the Changes tab. Python computes all of it; the
  * view only shows it.
  */

@@ -312,8 +312,10 @@ function frameTitles(ctx: CanvasRenderingContext2D, p: Paint, vis: number[], th:
 
 /**
  * Zoomed out (node text would be too small to read): the structure is still named. Group boxes and frame titles
- * get labels at a fixed screen size, cut to the box (from the left for module paths: their end tells siblings
- * apart), and skipped where they would overlap a label already drawn (outer frames and bigger groups first).
+ * get labels at a fixed screen size. A group's label goes inside its box when it fits, else beside it (to the
+ * right) when nothing is drawn there, else inside cut to the box (from the left for module paths: their end tells
+ * siblings apart). A frame's title is a tab at its top-left corner, as long as the frame is wide or longer where
+ * the space beside is free. Labels never overlap one another (outer frames and bigger groups first).
  */
 function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
   vis: number[], visFrames: number[], th: Theme): number {
@@ -322,8 +324,15 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
   ctx.textAlign = "left";
   const fontPx = SCREEN_LABEL_PX;
   ctx.font = `600 ${fontPx}px ${FONT_FAMILY}`;
-  const taken = new Occupancy(cssW, cssH);
+  const taken = new Occupancy(cssW, cssH); // labels drawn
+  const boxes = new Occupancy(cssW, cssH); // the drawn boxes: a label placed outside its own box must miss them
   const s = cam.s;
+  const items = p.view.items;
+  const screen = (i: number): Rect => {
+    const it = items[i];
+    return [(it.x - it.w / 2) * s + cam.tx, (it.y - it.h / 2) * s + cam.ty, (it.x + it.w / 2) * s + cam.tx, (it.y + it.h / 2) * s + cam.ty];
+  };
+  for (const i of vis) boxes.add(screen(i));
   let count = 0;
   const fitText = (key: string, text: string, width: number, left: boolean): string => {
     const k = `${key}:${Math.floor(width / 6)}`;
@@ -334,18 +343,32 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     }
     return out;
   };
+  const widthOf = (key: string, text: string): number => {
+    const k = `w:${key}`;
+    let w = p.fitted.get(k);
+    if (w === undefined) { w = String(ctx.measureText(text).width); p.fitted.set(k, w); }
+    return Number(w);
+  };
   // frame titles: a tab at the frame's top-left corner
   const frames = p.view.frames;
   for (const f of visFrames) {
     const fr = frames[f];
     const sx = (fr.x - fr.w / 2) * s + cam.tx, sy = (fr.y - fr.h / 2) * s + cam.ty;
     const sw = fr.w * s;
-    if (sw < 24) continue;
-    const txt = fitText(`f${f}`, p.ftitle[f] ?? fr.title, Math.min(sw - 8, 320), false);
-    if (txt === "…") continue;
-    const tw = ctx.measureText(txt).width;
+    if (sw < 12) continue;
     const bx = Math.max(sx, 0), by = Math.max(sy, 0);
     if (by > cssH || bx > cssW) continue;
+    const title = p.ftitle[f] ?? fr.title;
+    const full = widthOf(`f${f}`, title);
+    let txt = title, tw = full;
+    // beyond the frame's own width the tab must not cover anything drawn (over its own contents it may: it is
+    // where its title bar is)
+    const outside: Rect = [sx + sw, by, bx + full + 8, by + fontPx + 5];
+    if (full + 8 > sw && !(boxes.free(outside) && taken.free([bx, by, bx + full + 8, by + fontPx + 5]))) {
+      txt = fitText(`f${f}`, title, Math.max(sw - 8, 0), false);
+      if (txt === "…" || !txt) continue;
+      tw = ctx.measureText(txt).width;
+    }
     const rect: Rect = [bx, by, bx + tw + 8, by + fontPx + 5];
     if (!taken.free(rect)) continue;
     taken.add(rect);
@@ -355,22 +378,41 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     ctx.fillText(txt, bx + 4, by + (fontPx + 5) / 2 + 0.5);
     count++;
   }
-  // closed groups: inside the box
-  const items = p.view.items;
+  // closed groups
   const groups = vis.filter((i) => p.kind[i] === KIND_GROUP).sort((a, b) => items[b].w * items[b].h - items[a].w * items[a].h);
   for (const i of groups) {
     const it = items[i];
-    const sw = it.w * s, sh = it.h * s;
+    const [x0, y0, x1, y1] = screen(i);
+    const sw = x1 - x0, sh = y1 - y0;
+    if (sh < 0.5) continue;
+    const cy = (y0 + y1) / 2;
+    const full = widthOf(`g${i}`, it.label);
+    if (sh >= fontPx && full <= sw - 6) {
+      const rect: Rect = [x0 + 3, cy - fontPx / 2 - 1, x0 + 3 + full, cy + fontPx / 2 + 1];
+      if (!taken.free(rect)) continue;
+      taken.add(rect);
+      ctx.fillStyle = darkFill(p.t[i]) ? "#ffffff" : th.text;
+      ctx.fillText(it.label, x0 + 3, cy + 0.5);
+      count++;
+      continue;
+    }
+    const beside: Rect = [x1 + 4, cy - fontPx / 2 - 1, x1 + 4 + Math.min(full, 220), cy + fontPx / 2 + 1];
+    if (beside[2] <= cssW && boxes.free(beside) && taken.free(beside)) {
+      const txt = full <= 220 ? it.label : fitText(`g${i}b`, it.label, 220, it.cluster?.kind === "module");
+      taken.add(beside);
+      ctx.fillStyle = th.frameText;
+      ctx.fillText(txt, x1 + 4, cy + 0.5);
+      count++;
+      continue;
+    }
     if (sh < 7 || sw < 22) continue;
-    const sx = (it.x - it.w / 2) * s + cam.tx, sy = it.y * s + cam.ty;
     const txt = fitText(`g${i}`, it.label, sw - 6, it.cluster?.kind === "module");
     if (txt === "…") continue;
-    const tw = ctx.measureText(txt).width;
-    const rect: Rect = [sx + 3, sy - fontPx / 2 - 1, sx + 3 + tw, sy + fontPx / 2 + 1];
+    const rect: Rect = [x0 + 3, cy - fontPx / 2 - 1, x0 + 3 + ctx.measureText(txt).width, cy + fontPx / 2 + 1];
     if (!taken.free(rect)) continue;
     taken.add(rect);
     ctx.fillStyle = darkFill(p.t[i]) ? "#ffffff" : th.text;
-    ctx.fillText(txt, sx + 3, sy + 0.5);
+    ctx.fillText(txt, x0 + 3, cy + 0.5);
     count++;
   }
   return count;

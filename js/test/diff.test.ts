@@ -70,9 +70,9 @@ describe("summary numbers", () => {
 });
 
 describe("schema keys", () => {
-  it("match the Python order (graphwidget/model/graph.py NODE_KEYS / EDGE_KEYS)", () => {
+  it("match the Python order (graphwidget/model/schema.py NODE_KEYS / EDGE_KEYS)", () => {
     expect(NODE_KEYS).toEqual(["op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
-      "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes"]);
+      "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source"]);
     expect(EDGE_KEYS).toEqual(["output", "slot", "shape", "dtype", "also"]);
   });
 });

@@ -230,3 +230,15 @@ def test_untraced_inspector_has_no_empty_where(watched: Any) -> None:
     assert "Cost" in text or "COST" in text
     assert "where" not in text.lower(), text[:300]
     w.assert_clean()
+
+
+def test_small_model_at_default_size_opens_with_labels(watched: Any) -> None:
+    """A ~50-node real model (one TransformerEncoderLayer, traced) in a widget of the default 600 px height, in a
+    notebook column 1000 px wide: the first view is readable, not a field of blank boxes."""
+    from model_graphs import model_graph
+    doc = model_graph("encoder1")
+    w = open_notebook(watched, doc, width=1000)
+    page = w.page
+    assert api(page, "a.nodeCount()") == len(doc["nodes"])
+    assert api(page, "a.labelCount()") >= 10
+    w.assert_clean()

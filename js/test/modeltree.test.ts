@@ -127,4 +127,36 @@ describe("compound layout", () => {
       expect(Math.abs(p[p.length - 2] - r.x[t])).toBeLessThanOrEqual(inp.w[t] / 2 + 1e-3);
     }
   });
+
+  it("routes an edge into a frame beside its nodes, not through them (ports)", () => {
+    // a residual connection: the block's input feeds its first op and the sum at its bottom
+    const nodes = [node(0, "SumBackward0", { module: "" }), node(1, "AddBackward0", { module: "blk" }),
+      node(2, "MulBackward0", { module: "blk" }), node(3, "ExpBackward0", { module: "blk" }),
+      node(4, "TanhBackward0", { module: "blk" }), node(5, "AccumulateGrad", { module: "" })];
+    const edges: [number, number][] = [[1, 0], [2, 1], [3, 2], [4, 3], [5, 4], [5, 1]];
+    const m = model(nodes, edges);
+    const h = new Hierarchy(m, { minChain: 99, minFanIn: 99 });
+    const v = buildView(m, h, new Set<Cluster>([h.root, ...h.allClusters()]), measure);
+    expect(v.frames).toHaveLength(1);
+    const r = compoundLayout({
+      w: Float64Array.from(v.items, (it) => it.w), h: Float64Array.from(v.items, (it) => it.h),
+      src: Int32Array.from(v.edges, (e) => e.s), dst: Int32Array.from(v.edges, (e) => e.t),
+      owner: Int32Array.from(v.items, (it) => it.frame), fparent: Int32Array.from(v.frames, (f) => f.parent),
+    });
+    const k = v.edges.findIndex((e) => m.nodes[v.items[e.s].node].id === 5 && m.nodes[v.items[e.t].node].id === 1);
+    const p = r.pts.subarray(r.ptOff[k], r.ptOff[k + 1]);
+    expect(p.length).toBeGreaterThan(4); // bends inside the frame
+    // walk the polyline: no point of it is inside another node's box
+    for (let i = 0; i + 3 < p.length; i += 2) {
+      for (let f = 0; f <= 20; f++) {
+        const x = p[i] + (p[i + 2] - p[i]) * f / 20, y = p[i + 1] + (p[i + 3] - p[i + 1]) * f / 20;
+        v.items.forEach((it, j) => {
+          if (j === v.edges[k].s || j === v.edges[k].t) return;
+          const inside = Math.abs(x - r.x[j]) < it.w / 2 - 1 && Math.abs(y - r.y[j]) < it.h / 2 - 1;
+          expect(inside, `segment ${i / 2} crosses ${it.label}`).toBe(false);
+        });
+      }
+    }
+  });
 });
+

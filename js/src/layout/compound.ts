@@ -1,19 +1,28 @@
 /**
  * Compound layout: expanded groups are drawn as frames around their contents (as Model Explorer does), so each
  * frame's contents are laid out on their own, innermost first, and the frame then is one node (of its measured
- * size) in its parent's layout. An edge is routed in the layout of the lowest frame holding both ends, between
- * the two children of that frame that hold them; inside a frame it drops straight from its node to the frame's
- * border (or from the border to its node), so edges between layers stay between layers.
+ * size) in its parent's layout.
  *
- * Cost: every node and edge is laid out once, in one container; dagre is used for small containers while a total
- * budget lasts (it gives the best small drawings but grows fast), the linear layered layout otherwise.
+ * An edge is routed in the layout of the lowest frame holding both ends, between the two children of that frame
+ * that hold them. Inside every frame it crosses, it runs to or from a port: a point pinned to the top of the
+ * frame's contents where edges enter it, or to the bottom where they leave. The ports take part in that frame's
+ * own layout, so the edge inside is routed like any other (with bend points beside the nodes, not through them): a
+ * residual connection that enters a transformer block at the top and joins the sum at its bottom runs down the
+ * side of the block instead of behind its attention and MLP.
+ *
+ * Cost: every node and edge is laid out once, in one container, plus one port per frame an edge crosses. Frames
+ * with ports use the layered layout (it can pin them); dagre lays out small frames without ports while a budget
+ * lasts (it gives the best small drawings but costs about 0.3 ms of CPU per node or edge here, the layered layout
+ * about 0.02 ms).
  */
 import { dagreLayout } from "./dagre";
 import { layeredLayout } from "./layered";
 import { DAGRE_MAX_EDGES, DAGRE_MAX_NODES, FRAME_PAD, FRAME_TITLE_H, type LayoutInput, type LayoutResult } from "./types";
 
-/** nodes + edges that dagre may lay out in one compound layout: it costs about 0.3 ms of CPU per node or edge here, the layered layout about 0.02 */
+/** nodes + edges that dagre may lay out in one compound layout */
 export const DAGRE_BUDGET = 400;
+
+const IN = 1, OUT = 2;
 
 export function compoundLayout(inp: LayoutInput): LayoutResult {
   const t0 = performance.now();
@@ -35,19 +44,39 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
   for (let f = 0; f < F; f++) kids[parentOf(n + f)].push(n + f);
   const local = new Int32Array(n + F);
   for (const list of kids) list.forEach((r, j) => { local[r] = j; });
+  const R = n + F;
 
-  // ---- each edge belongs to the container holding both ends: there it joins two siblings (deduplicated) ----
+  // ---- each edge: the container holding both ends (there it joins two siblings), and the ports it passes ----
   const subOf = new Map<number, number>();
   const subA: number[] = [], subB: number[] = [], subC: number[] = [];
   const edgesOf: number[][] = Array.from({ length: F + 1 }, () => []);
   const edgeSub = new Int32Array(m);
-  const R = n + F;
+  // ports: one per (container, child, direction); portRep = the child it connects, portDir IN or OUT
+  const portOf = new Map<number, number>();
+  const portC: number[] = [], portRep: number[] = [], portDir: number[] = [];
+  const portsOf: number[][] = Array.from({ length: F + 1 }, () => []);
+  const port = (c: number, rep: number, dir: number): number => {
+    const key = (rep * (F + 1) + c) * 3 + dir;
+    let p = portOf.get(key);
+    if (p === undefined) {
+      p = portC.length;
+      portOf.set(key, p);
+      portC.push(c); portRep.push(rep); portDir.push(dir);
+      portsOf[c].push(p);
+    }
+    return p;
+  };
+  const outHops: number[][] = new Array(m), inHops: number[][] = new Array(m);
   for (let k = 0; k < m; k++) {
     let a = inp.src[k], b = inp.dst[k];
     let ca = parentOf(a), cb = parentOf(b);
+    const outs: number[] = [], ins: number[] = [];
     while (ca !== cb) {
-      if (depth[ca] >= depth[cb]) { a = n + ca; ca = parentOf(a); } else { b = n + cb; cb = parentOf(b); }
+      if (depth[ca] >= depth[cb]) { outs.push(port(ca, a, OUT)); a = n + ca; ca = parentOf(a); }
+      else { ins.push(port(cb, b, IN)); b = n + cb; cb = parentOf(b); }
     }
+    outHops[k] = outs;
+    inHops[k] = ins;
     if (a === b) { edgeSub[k] = -1; continue; } // an edge from a frame's member to the frame itself: malformed
     const key = a * R + b;
     let e = subOf.get(key);
@@ -65,6 +94,7 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
   W.set(inp.w); H.set(inp.h);
   const lx = new Float64Array(R), ly = new Float64Array(R); // centres relative to the container's top-left
   const route: Float32Array[] = new Array(subA.length);
+  const proute: Float32Array[] = new Array(portC.length); // rep → out-port, or in-port → rep
   const order = Array.from({ length: F }, (_, f) => f).sort((p, q) => depth[q] - depth[p]);
   order.push(ROOT);
   let dagreLeft = inp.algorithm === "layered" ? 0 : inp.algorithm === "dagre" ? Infinity : DAGRE_BUDGET;
@@ -72,22 +102,34 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
   for (const c of order) {
     const list = kids[c];
     const es = edgesOf[c];
+    const ps = portsOf[c];
     if (!list.length) { if (c !== ROOT) { W[n + c] = inp.fminw?.[c] ?? 60; H[n + c] = FRAME_TITLE_H + 2 * FRAME_PAD; } continue; }
-    const sub: LayoutInput = {
-      w: Float64Array.from(list, (r) => W[r]), h: Float64Array.from(list, (r) => H[r]),
-      src: Int32Array.from(es, (e) => local[subA[e]]), dst: Int32Array.from(es, (e) => local[subB[e]]),
-    };
-    const cost = list.length + es.length;
-    const useDagre = list.length <= DAGRE_MAX_NODES && es.length <= DAGRE_MAX_EDGES && cost <= dagreLeft;
+    const K = list.length, P = ps.length;
+    const w = new Float64Array(K + P).fill(1), h = new Float64Array(K + P).fill(1);
+    for (let j = 0; j < K; j++) { w[j] = W[list[j]]; h[j] = H[list[j]]; }
+    const src = new Int32Array(es.length + P), dst = new Int32Array(es.length + P);
+    es.forEach((e, q) => { src[q] = local[subA[e]]; dst[q] = local[subB[e]]; });
+    const pin = P ? new Uint8Array(K + P) : undefined;
+    ps.forEach((p, q) => {
+      const r = local[portRep[p]];
+      if (portDir[p] === IN) { src[es.length + q] = K + q; dst[es.length + q] = r; } else { src[es.length + q] = r; dst[es.length + q] = K + q; }
+      pin![K + q] = portDir[p];
+    });
+    const sub: LayoutInput = { w, h, src, dst, pin };
+    const cost = K + es.length;
+    const useDagre = !P && K <= DAGRE_MAX_NODES && es.length <= DAGRE_MAX_EDGES && cost <= dagreLeft;
     const res = useDagre ? dagreLayout(sub) : layeredLayout(sub);
     if (useDagre) dagreLeft -= cost;
     used.add(res.algorithm);
+    // the frame is sized by its children; its ports sit on the top and bottom of that area
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (let j = 0; j < list.length; j++) {
+    for (let j = 0; j < K; j++) {
       const r = list[j];
       x0 = Math.min(x0, res.x[j] - W[r] / 2); x1 = Math.max(x1, res.x[j] + W[r] / 2);
       y0 = Math.min(y0, res.y[j] - H[r] / 2); y1 = Math.max(y1, res.y[j] + H[r] / 2);
     }
+    // routes of ports leave the children's area sideways only within it
+    for (let q = 0; q < P; q++) { x0 = Math.min(x0, res.x[K + q]); x1 = Math.max(x1, res.x[K + q]); }
     const pad = c === ROOT ? 0 : FRAME_PAD;
     const top = c === ROOT ? 0 : FRAME_TITLE_H + FRAME_PAD;
     let cw = x1 - x0 + 2 * pad;
@@ -95,11 +137,19 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
     const minW = c === ROOT ? 0 : inp.fminw?.[c] ?? 0;
     if (cw < minW) { extra = (minW - cw) / 2; cw = minW; } // a long title: the contents sit in the middle
     const dx = pad + extra - x0, dy = top - y0;
-    for (let j = 0; j < list.length; j++) { lx[list[j]] = res.x[j] + dx; ly[list[j]] = res.y[j] + dy; }
-    es.forEach((e, q) => {
+    for (let j = 0; j < K; j++) { lx[list[j]] = res.x[j] + dx; ly[list[j]] = res.y[j] + dy; }
+    const slice = (q: number) => {
       const p = res.pts.slice(res.ptOff[q], res.ptOff[q + 1]);
       for (let i = 0; i < p.length; i += 2) { p[i] += dx; p[i + 1] += dy; }
-      route[e] = p;
+      return p;
+    };
+    es.forEach((e, q) => { route[e] = slice(q); });
+    ps.forEach((p, q) => {
+      const r = slice(es.length + q);
+      // the port itself: on the edge of the children's area (top for IN, bottom for OUT), not a row of its own
+      const at = portDir[p] === IN ? 0 : r.length - 2;
+      r[at + 1] = portDir[p] === IN ? top - FRAME_PAD / 2 : y1 - y0 + top + FRAME_PAD / 2;
+      proute[p] = r;
     });
     if (c !== ROOT) { W[n + c] = cw; H[n + c] = y1 - y0 + top + pad; }
   }
@@ -116,31 +166,39 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
   const x = new Float64Array(n), y = new Float64Array(n);
   for (let i = 0; i < n; i++) { const p = parentOf(i); x[i] = ox[p] + lx[i]; y[i] = oy[p] + ly[i]; }
 
-  // ---- edges: the route between the two siblings, extended to the nodes inside them ----
+  // ---- edges: out of the frames around the source (port to port), across, into the frames around the target ----
   const lists: number[][] = [];
   let total = 0;
+  const append = (P: number[], r: Float32Array, c: number, joinX: number | null) => {
+    for (let i = 0; i < r.length; i += 2) {
+      let px = r[i] + ox[c];
+      const py = r[i + 1] + oy[c];
+      if (i === 0 && joinX !== null) px = joinX; // continue straight down from where the last piece ended
+      const L = P.length;
+      if (L && Math.abs(P[L - 2] - px) < 0.01 && Math.abs(P[L - 1] - py) < 0.01) continue;
+      P.push(px, py);
+    }
+  };
   for (let k = 0; k < m; k++) {
     const s = inp.src[k], t = inp.dst[k];
     const e = edgeSub[k];
-    let P: number[];
+    let P: number[] = [];
     if (e < 0) P = [x[s], y[s] + inp.h[s] / 2, x[t], y[t] - inp.h[t] / 2];
     else {
-      const c = subC[e];
-      const r = route[e];
-      P = new Array(r.length);
-      for (let i = 0; i < r.length; i += 2) { P[i] = r[i] + ox[c]; P[i + 1] = r[i + 1] + oy[c]; }
-      const a = subA[e], b = subB[e];
-      if (a !== s && a >= n) {
-        // leave the frame straight below the node (inside the frame's padding), then follow the route
-        const f = a - n;
-        P[0] = clamp(x[s], fx[f] - fw[f] / 2 + FRAME_PAD, fx[f] + fw[f] / 2 - FRAME_PAD);
-        P.unshift(x[s], y[s] + inp.h[s] / 2);
+      let joinX: number | null = null;
+      for (const p of outHops[k]) {
+        append(P, proute[p], portC[p], joinX);
+        joinX = P[P.length - 2];
       }
-      if (b !== t && b >= n) {
-        const f = b - n;
-        P[P.length - 2] = clamp(x[t], fx[f] - fw[f] / 2 + FRAME_PAD, fx[f] + fw[f] / 2 - FRAME_PAD);
-        P.push(x[t], y[t] - inp.h[t] / 2);
-      }
+      const across = route[e];
+      const ins = inHops[k];
+      // the crossing ends where the outermost in-port is
+      const firstIn = ins.length ? ins[ins.length - 1] : -1;
+      const r = across.slice();
+      if (firstIn >= 0) r[r.length - 2] = proute[firstIn][0] + ox[portC[firstIn]] - ox[subC[e]];
+      append(P, r, subC[e], joinX);
+      for (let q = ins.length - 1; q >= 0; q--) append(P, proute[ins[q]], portC[ins[q]], null);
+      if (P.length < 4) P = [x[s], y[s] + inp.h[s] / 2, x[t], y[t] - inp.h[t] / 2];
     }
     lists.push(P);
     total += P.length;
@@ -150,8 +208,4 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
   for (let k = 0; k < m; k++) { pts.set(lists[k], ptOff[k]); ptOff[k + 1] = ptOff[k] + lists[k].length; }
   const algorithm = used.size === 1 ? [...used][0] as "dagre" | "layered" : used.size ? "dagre+layered" : "layered";
   return { x, y, ptOff, pts, algorithm, ms: performance.now() - t0, fx, fy, fw, fh };
-}
-
-function clamp(v: number, lo: number, hi: number): number {
-  return lo > hi ? (lo + hi) / 2 : Math.min(hi, Math.max(lo, v));
 }

@@ -79,6 +79,19 @@ export function longestPathLayers(n: number, a: Int32Array, b: Int32Array): Int3
   return layer;
 }
 
+/** Pinned nodes to the top row (1) or a row of their own at the bottom (2); the others move down one row if
+ * anything is pinned to the top, so edges still go downwards. */
+function pinLayers(layer: Int32Array, pin: Uint8Array): void {
+  let top = false, min = Infinity, max = -Infinity;
+  for (let i = 0; i < layer.length; i++) {
+    if (pin[i] === 1) top = true;
+    if (!pin[i]) { min = Math.min(min, layer[i]); max = Math.max(max, layer[i]); }
+  }
+  if (!Number.isFinite(min)) { min = 0; max = -1; }
+  const shift = (top ? 1 : 0) - min;
+  for (let i = 0; i < layer.length; i++) layer[i] = pin[i] === 1 ? 0 : pin[i] === 2 ? max + shift + 1 : layer[i] + shift;
+}
+
 /** Least-squares positions keeping order and minimum gaps: pool adjacent violators on x_i - offset_i. */
 export function placeRow(desired: Float64Array, weight: Float64Array, gapBefore: Float64Array, out: Float64Array): void {
   const k = desired.length;
@@ -116,6 +129,7 @@ export function layeredLayout(inp: LayoutInput): LayoutResult {
   const degree = new Int32Array(n);
   for (let k = 0; k < m; k++) { degree[A[k]]++; degree[B[k]]++; }
   const layer0 = longestPathLayers(n, A, B);
+  if (inp.pin) pinLayers(layer0, inp.pin);
 
   // ---- dummies for long edges, shortest spans first, within a budget ----
   const budget = Math.max(4000, 2 * n);

@@ -17,6 +17,11 @@ export interface LayoutInput {
   owner?: Int32Array;
   fparent?: Int32Array;
   fminw?: Float64Array;
+  /**
+   * Layered layout only: nodes pinned to the top row (1) or the bottom row (2), the rest in between. A frame's
+   * ports are pinned so: where edges enter it (top) and leave it (bottom).
+   */
+  pin?: Uint8Array;
 }
 
 export interface LayoutResult {

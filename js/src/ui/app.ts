@@ -282,6 +282,7 @@ export class App {
 
   private onChanged(): void {
     this.toolbar.status.textContent = this.statusText();
+    this.toolbar.status.title = this.toolbar.status.textContent; // it is cut when the toolbar is narrow
     this.drawLegend();
     this.renderInspector();
     if (this.panes.every((p) => p.view && !p.busy)) this.setState("ready");

@@ -165,7 +165,7 @@ def format_report(r: Dict[str, Any]) -> str:
     elif f.get("missing") == {}:
         lines.append("  facts:      this torch exposes every fact a capture records")
     lines.append("")
-    for name, info in r["bundle"].items():
+    for info in r["bundle"].values():
         state = "MISSING (reinstall graphwidget)" if info.get("missing") else f"{info['bytes']:,} bytes"
         lines.append(f"bundle:       {info['path']}  {state}")
     for name, val in r["tools"].items():

@@ -285,7 +285,7 @@ def test_missing_input_metadata_is_said_once_and_trace_fills_it(tmp_path):
         warnings.simplefilter("ignore", MissingFactWarning)
         g = gw.capture(_program(), engine="python")
         t = gw.trace(_program)
-    for n, d in g.nx.nodes(data=True):
+    for _, d in g.nx.nodes(data=True):
         if d["kind"] == "leaf":
             assert d["outputs"] and d["outputs"][0]["shape"] == list(d["tensor"]["shape"])
         else:

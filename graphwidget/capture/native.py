@@ -46,7 +46,7 @@ import time
 import warnings
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 NATIVE_DIR = Path(__file__).with_name("_native")
 #: The sources, compiled into one extension module (module.cpp defines it).
@@ -97,6 +97,7 @@ def env_tag() -> str:
 def _key() -> str:
     """Hash of what the library depends on; computed once (load() runs on every capture)."""
     import torch
+
     from .._version import __version__
     h = hashlib.sha256()
     for p in SOURCES + HEADERS:
@@ -436,7 +437,8 @@ import os, sys
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 name, out, use_ninja, *sources = sys.argv[1:]
-setup(name=name, packages=[], py_modules=[], script_args=["build_ext", "--build-lib", out, "--build-temp", os.path.join(out, "obj")],
+setup(name=name, packages=[], py_modules=[],
+      script_args=["build_ext", "--build-lib", out, "--build-temp", os.path.join(out, "obj")],
       ext_modules=[CppExtension(name, sources, extra_compile_args=["-O2", "-g0"])],
       cmdclass={"build_ext": BuildExtension.with_options(use_ninja=use_ninja == "1")})
 """

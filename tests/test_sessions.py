@@ -357,3 +357,12 @@ def test_closed_widgets_are_freed() -> None:
     print(f"\n1000 GraphWidgets created and closed: RSS {start:.1f} MB after 50, {end:.1f} MB after 1000; alive {alive}")
     assert alive == 0, f"{alive} closed widgets are still alive"
     assert end - start < 50, f"RSS grew {end - start:.1f} MB over 950 closed widgets"
+
+
+def test_compare_with_profiling_leaves_nothing_behind():
+    # compare(profile=True) runs profile's own machinery interleaved; it used to hand a bool where the shared GC
+    # pause wanted a token, and the pause kept phantom users for the rest of the process.
+    inp = gw.examples.homography_inputs(2, 8, 8)
+    d = gw.compare(gw.examples.homography_repeat, gw.examples.homography_broadcast, **inp, profile=True, repeat=3)
+    assert d.summary()["timing"] is not None
+    assert clean_state() == []

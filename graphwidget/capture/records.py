@@ -1,14 +1,14 @@
 """Walked nodes -> plain node and edge records (the pure-Python engine; the compiled core builds the same)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
 from ..model import schema
 from .seq import NO_SEQ
-from .tensors import (device_name, dtype_name, freed_record, is_stale_error, jsonable, packed_record,
-                      tensor_record)
+from .tensors import device_name, dtype_name, freed_record, is_stale_error, jsonable, packed_record, tensor_record
 from .walk import Node, Walk
 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction
@@ -120,7 +120,7 @@ class _Builder:
                 saved.append(freed_record(name))
                 continue
             if isinstance(raw, (list, tuple)):
-                self.saved_group(saved, name, raw, lambda: getattr(fn, attr))
+                self.saved_group(saved, name, raw, functools.partial(getattr, fn, attr))
                 continue
             if _hook_of(raw) is not None:
                 saved.append(packed_record(name, raw))
@@ -334,7 +334,8 @@ def fill_outputs(graph: Any, found: Mapping[int, Sequence[Optional[Tuple[Sequenc
     return len(filled)
 
 
-def build_records(w: Walk, param_names: Mapping[int, str]) -> Tuple[List[Dict[str, Any]], List[Tuple[int, int, Dict[str, Any]]]]:
+def build_records(w: Walk, param_names: Mapping[int, str]
+                  ) -> Tuple[List[Dict[str, Any]], List[Tuple[int, int, Dict[str, Any]]]]:
     """Node attribute dicts (``nodes[i]`` is node ``i``) and ``(u, v, edge attrs)`` triples for a walk.
 
     This loop is the capture's hot path (~4 µs a node, of which reading ``_input_metadata`` is ~1.2 µs and the

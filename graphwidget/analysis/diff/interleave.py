@@ -14,7 +14,6 @@ difference".
 """
 from __future__ import annotations
 
-import gc
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
@@ -23,7 +22,7 @@ from ..._util.stats import bootstrap_interval, median
 from ...model.graph import GradGraph
 from ...profile.clocks import CpuClock, CudaClock
 from ...profile.hooks import Run, call_map
-from ...profile.runner import _one_run, structure_error
+from ...profile.runner import GC_PAUSE, _one_run, structure_error
 
 LEVEL = 0.95
 VERDICTS = ("B faster", "B slower", "no measurable difference")
@@ -81,16 +80,20 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
     dev = device
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
     state = [_Side(*s) for s in sides]
-    gc_was = gc.isenabled()
-    gc.disable()  # our bookkeeping runs without the collector; each forward runs as the user left it (_one_run)
+    # Our bookkeeping runs without the collector, each forward as the user left it (_one_run releases the pause
+    # around it). The pause is profile's shared, reference-counted one: never switched by hand under another thread.
+    token = object()
     try:
-        for r in range(repeat + 1):
-            order = (0, 1) if r % 2 == 0 else (1, 0)
-            for i in order:
-                _measure(state[i], clock, guard, gc_was, keep=r > 0, graph=graphs[i])
+        try:
+            GC_PAUSE.acquire(token)
+            for r in range(repeat + 1):
+                order = (0, 1) if r % 2 == 0 else (1, 0)
+                for i in order:
+                    _measure(state[i], clock, guard, token, keep=r > 0, graph=graphs[i])
+        finally:
+            GC_PAUSE.release(token)
     finally:
-        if gc_was:
-            gc.enable()
+        GC_PAUSE.release(token)  # again (idempotent): an interrupt anywhere must not leave the collector off
     for s, g in zip(state, graphs):
         _annotate(g, s.runs, repeat, dev, clock)
     pairs = [(a.bwd_wall, b.bwd_wall) for a, b in zip(state[0].runs, state[1].runs)]
@@ -106,10 +109,10 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
                         "forward_ms": [median([p[0] for p in fpairs]), median([p[1] for p in fpairs])]}}
 
 
-def _measure(s: _Side, clock: Any, guard: GradGuard, gc_was: bool, keep: bool, graph: GradGraph) -> None:
+def _measure(s: _Side, clock: Any, guard: GradGuard, token: object, keep: bool, graph: GradGraph) -> None:
     s.before()
     # GradGuard has Grads' before_backward (all _one_run calls): duck-typed on purpose, never added to in place
-    run, _, out = _one_run(s.fn, s.args, s.kwargs, clock, guard, False, None, None, gc_was)  # type: ignore[arg-type]
+    run, _, out = _one_run(s.fn, s.args, s.kwargs, clock, guard, False, None, None, token)  # type: ignore[arg-type]
     del out  # the graph of this run is not needed: free it before the other side runs
     if s.ref is None:
         if [t.__name__ for t in run.types] != [d["op"] for _, d in sorted(graph.nx.nodes(data=True))]:

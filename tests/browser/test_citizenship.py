@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict
 
-import pytest
-
 import fixtures as fx
+import pytest
 from model_graphs import SCREENS
 from pagekit import STATIC
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pagekit import wait_ready
 
 import graphwidget as gw

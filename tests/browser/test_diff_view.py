@@ -12,10 +12,9 @@ import json
 from pathlib import Path
 from typing import Any, Dict
 
-import pytest
-
 import diff_fixtures as dfx
 import fixtures as fx
+import pytest
 from pagekit import STATIC, wait_ready
 
 API = "document.querySelector('.graphwidget-root').graphwidget"

@@ -5,13 +5,12 @@ import json
 from pathlib import Path
 from typing import Any, Dict
 
-import pytest
-
 import fixtures as fx
+import pytest
 from pagekit import wait_ready
 
-from graphwidget.views.export import export_html, render_html
 from graphwidget.views.assets import bundle_path
+from graphwidget.views.export import export_html, render_html
 
 API = "document.querySelector('.graphwidget-root').graphwidget"
 

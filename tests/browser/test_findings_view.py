@@ -11,11 +11,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
-
-import pytest
+from typing import Any, Dict, Tuple
 
 import fixtures as fx
+import pytest
 from pagekit import wait_ready
 
 import graphwidget as gw

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-
 from model_graphs import SCREENS, model_graph
 from pagekit import wait_ready
 

@@ -10,14 +10,12 @@ import base64
 import json
 from typing import Any, Dict
 
+import fixtures as fx
 import pytest
 import traitlets
-
-import fixtures as fx
 from pagekit import STATIC, wait_ready
 
 from graphwidget.views.widget import GraphWidget
-from graphwidget.views.assets import BundleMissingError
 
 ORIGIN = "http://widget.test/"
 API = "document.querySelector('.graphwidget-root').graphwidget"

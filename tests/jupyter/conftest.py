@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
-
 from lab_helpers import REPO, Lab, free_port, missing_prerequisite, new_offline_page
 
 

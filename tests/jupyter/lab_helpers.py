@@ -24,8 +24,8 @@ def missing_prerequisite() -> Optional[str]:
     if not BUNDLE.exists():
         return f"widget bundle {BUNDLE.relative_to(REPO)} not built (cd js && npm install && npm run build)"
     try:
-        import playwright.sync_api  # noqa: F401
         import jupyterlab  # noqa: F401
+        import playwright.sync_api  # noqa: F401
     except ImportError as exc:  # pragma: no cover - dev extras missing
         return f"{exc.name} not installed"
     return None

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
-
 from lab_helpers import Lab, LabNotebook, new_offline_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))

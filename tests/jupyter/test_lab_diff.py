@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator
 
 import pytest
+from lab_helpers import Lab, LabNotebook, new_offline_page
 
 import graphwidget as gw
-
-from lab_helpers import Lab, LabNotebook, new_offline_page
 
 pytestmark = [pytest.mark.jupyterlab, pytest.mark.browser, pytest.mark.slow]
 

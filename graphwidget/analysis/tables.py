@@ -5,9 +5,9 @@ Everything reads node attributes (``fwd_ms``, ``bwd_ms``, ``saved_bytes``, ``op`
 """
 from __future__ import annotations
 
-import html
 from typing import Any, Dict, List, Optional, Tuple
 
+from .._util.text import TextTable
 from .._util.text import human_bytes as _human_bytes
 from ..model.graph import GradGraph
 
@@ -16,26 +16,13 @@ _GROUPS = {"op": "op", "module": "module", "source": "source"}
 _BY = ("total", "bwd_ms", "fwd_ms", "saved_bytes")
 
 
-class TimingTable(list):
+class TimingTable(TextTable):
     """Rows (dicts) of :func:`timing_table`; prints as an aligned text table and renders as HTML in notebooks."""
 
     columns: Tuple[str, ...] = ()
 
-    def __str__(self) -> str:
-        cells = [[_fmt(c, r.get(c)) for c in self.columns] for r in self]
-        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c, r.get(c)))}</td>" for c in self.columns) + "</tr>"
-                       for r in self)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    def _cells(self, row: Dict[str, Any]) -> List[str]:
+        return [_fmt(c, row.get(c)) for c in self.columns]
 
 
 def _fmt(col: str, v: Any) -> str:

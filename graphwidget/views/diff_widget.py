@@ -37,6 +37,7 @@ class DiffWidget(BaseWidget):
     colour_by = traitlets.Enum(COLOUR_METRICS, default_value="grad_bytes").tag(sync=True)
     height = traitlets.Int(600).tag(sync=True)
     sync = traitlets.Bool(True).tag(sync=True)
+    _NO_VALUES = ("not both graphs have", "compare with profile=True for times")
 
     def __init__(self, diff: Any, *, height: int = 600, selected_a: Optional[int] = None,
                  selected_b: Optional[int] = None, colour_by: Optional[str] = None, sync: bool = True,
@@ -98,19 +99,3 @@ class DiffWidget(BaseWidget):
         finally:
             self._linking = False
 
-    @traitlets.validate("colour_by")
-    def _check_colour(self, proposal: Any) -> str:
-        value = proposal["value"]
-        metrics = getattr(self, "_metrics", COLOUR_METRICS)
-        if value not in metrics:
-            raise traitlets.TraitError(
-                f"colour_by={value!r}: not both graphs have values for it; available: {', '.join(metrics)}"
-                + (" (compare with profile=True for times)" if value in ("bwd_ms", "fwd_ms") else ""))
-        return value
-
-    @traitlets.validate("height")
-    def _check_height(self, proposal: Any) -> int:
-        value = int(proposal["value"])
-        if value < 120:
-            raise traitlets.TraitError(f"height must be at least 120 pixels; got {value}")
-        return value

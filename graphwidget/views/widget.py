@@ -47,6 +47,27 @@ class BaseWidget(anywidget.AnyWidget):
     def _plain(self) -> str:
         return object.__repr__(self)
 
+    #: how a colour metric without values is explained: (what lacks it, how to get times)
+    _NO_VALUES: Tuple[str, str] = ("this graph has", "profile the graph with gw.profile for times")
+
+    @traitlets.validate("colour_by")
+    def _check_colour(self, proposal: Any) -> str:
+        value = proposal["value"]
+        metrics = getattr(self, "_metrics", COLOUR_METRICS)
+        if value not in metrics:
+            what, times = self._NO_VALUES
+            raise traitlets.TraitError(
+                f"colour_by={value!r}: {what} no values for it; available: {', '.join(metrics)}"
+                + (f" ({times})" if value in ("bwd_ms", "fwd_ms") else ""))
+        return value
+
+    @traitlets.validate("height")
+    def _check_height(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        if value < 120:
+            raise traitlets.TraitError(f"height must be at least 120 pixels; got {value}")
+        return value
+
     def __repr__(self) -> str:
         return self._plain()
 
@@ -103,22 +124,6 @@ class GraphWidget(BaseWidget):
             raise traitlets.TraitError(f"selected: the graph has no node with id {value}")
         return value
 
-    @traitlets.validate("colour_by")
-    def _check_colour(self, proposal: Any) -> str:
-        value = proposal["value"]
-        metrics = getattr(self, "_metrics", COLOUR_METRICS)
-        if value not in metrics:
-            raise traitlets.TraitError(
-                f"colour_by={value!r}: this graph has no values for it; available: {', '.join(metrics)}"
-                + (" (profile the graph with gw.profile for times)" if value in ("bwd_ms", "fwd_ms") else ""))
-        return value
-
-    @traitlets.validate("height")
-    def _check_height(self, proposal: Any) -> int:
-        value = int(proposal["value"])
-        if value < 120:
-            raise traitlets.TraitError(f"height must be at least 120 pixels; got {value}")
-        return value
 
 
 def _headline(graph: Any, payload: Any) -> str:

@@ -21,6 +21,7 @@ import torch
 from ..._util.stats import bootstrap_interval, median
 from ...model.graph import GradGraph
 from ...profile.clocks import CpuClock, CudaClock
+from ...profile.grads import Grads
 from ...profile.hooks import Run, call_map
 from ...profile.runner import GC_PAUSE, _one_run, structure_error
 
@@ -28,19 +29,10 @@ LEVEL = 0.95
 VERDICTS = ("B faster", "B slower", "no measurable difference")
 
 
-class GradGuard:
+class GradGuard(Grads):
     """The ``grads`` object :func:`_one_run` hands the run's leaves to before each backward: remembers every leaf's
     ``.grad`` the first time it sees it and clears it, so runs never accumulate; :meth:`restore` puts the original
     ``.grad`` objects back (untouched: never added to in place)."""
-
-    def __init__(self) -> None:
-        self.saved: Dict[int, Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
-
-    def before_backward(self, leaves: Sequence[torch.Tensor]) -> None:
-        for v in leaves:
-            if id(v) not in self.saved:
-                self.saved[id(v)] = (v, v.grad)
-            v.grad = None
 
     def restore(self) -> None:
         for v, orig in self.saved.values():

@@ -7,10 +7,9 @@ gradient-bytes delta, then of the backward-time delta (what the Changes tab list
 """
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from ..._util.text import human_bytes
+from ..._util.text import TextTable, human_bytes
 from ...model._digraph import node_dicts
 from .fields import times_differ
 
@@ -86,7 +85,7 @@ def rows(d: "Diff", key: Callable[[Dict[str, Any]], str]) -> "DiffTable":
     return out
 
 
-class DiffTable(list):
+class DiffTable(TextTable):
     """Rows of :meth:`Diff.by_op` / :meth:`Diff.by_source` (dicts in the diff format's ROW shape); prints as an
     aligned text table and renders as HTML in notebooks."""
 
@@ -99,22 +98,6 @@ class DiffTable(list):
                 f"{human_bytes(a['grad_bytes'])} -> {human_bytes(b['grad_bytes'])}",
                 f"{_ms(a['bwd_ms'])} -> {_ms(b['bwd_ms'])}",
                 str(len(r["added"])), str(len(r["removed"])), str(len(r["changed"]))]
-
-    def __str__(self) -> str:
-        cells = [self._cells(r) for r in self]
-        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in self._cells(r)) + "</tr>"
-                       for r in self)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _ms(v: Optional[float]) -> str:

@@ -141,6 +141,15 @@ export class GraphPane {
     this.drawNow();
   }
 
+  /** The theme, read from the page the first time it is needed (canvas and minimap). */
+  private ensureTheme(): Theme {
+    if (!this.theme) {
+      this.theme = pickTheme(this.el);
+      this.minimap.setTheme(this.theme);
+    }
+    return this.theme;
+  }
+
   /** The page's theme changed (JupyterLab theme switch, OS dark mode): new canvas colours. */
   refreshTheme(): void {
     this.theme = pickTheme(this.el);
@@ -326,6 +335,7 @@ export class GraphPane {
       p.hot[k] = !none && sums[k] >= scale.hot ? 1 : 0;
     }
     this.costLabels(sums);
+    this.ensureTheme();
     this.minimap.update(p.view, p.t, p.hot, p.status);
     this.requestDraw();
   }
@@ -543,11 +553,11 @@ export class GraphPane {
   drawNow(): void {
     if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
     if (!this.paint || !this.cssW) return;
-    this.theme ??= pickTheme(this.el);
-    const st = draw(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint, this.theme);
+    const theme = this.ensureTheme();
+    const st = draw(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint, theme);
     this.lastLabels = st.labels;
     // finding badges: on top, at a fixed screen size (badges.ts)
-    this.badges = this.findings ? drawFindingBadges(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint.view, this.findings, this.theme) : [];
+    this.badges = this.findings ? drawFindingBadges(this.ctx, this.camera, this.cssW, this.cssH, window.devicePixelRatio || 1, this.paint.view, this.findings, theme) : [];
     this.timings.draw = st.ms;
     this.minimap.frame(this.camera, this.cssW, this.cssH);
   }

@@ -58,6 +58,16 @@ def repeat_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (r * y).sum()
 
 
+def repeat_narrow_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    r = x.repeat(1, y.shape[1]).narrow(0, 0, x.shape[0]).narrow(1, 0, y.shape[1])  # <- repeat then full slices
+    return (r * y).sum()
+
+
+def repeat_part_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    r = x.repeat(1, 2 * y.shape[1]).narrow(1, 0, y.shape[1])
+    return (r * y).sum()
+
+
 def tile_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (x.repeat(1, 4) * y).sum()  # tiles a dim of size > 1: broadcasting cannot do that
 
@@ -206,6 +216,19 @@ def test_repeat_broadcast_minimal_and_its_twins():
     # ... and with the other operand recorded (it requires grad), the add proves it
     (f,) = gw.trace(repeat_add_constant, x, leaf(512, 1024)).advise()
     assert f.rule == "repeat-broadcast"
+
+
+def test_full_slices_after_a_repeat_are_seen_through():
+    """A slice that takes a whole dim copies and indexes nothing (torch 2.4 records one for every ``:`` in
+    ``h[:, :, 0, 0]``; ``narrow(d, 0, size)`` records one on any torch): the repeat behind it is still found."""
+    x, y = leaf(512, 1), data(512, 1024)
+    g = gw.trace(repeat_narrow_mul, x, y)
+    assert [g.node(n)["op"] for n in g.nx if g.node(n)["op"] == "SliceBackward0"] == ["SliceBackward0"] * 2
+    (f,) = g.advise()
+    assert f.rule == "repeat-broadcast" and f.source == line_of("# <- repeat then full slices")
+    assert sorted(g.node(n)["op"] for n in f.nodes) == ["RepeatBackward0"] + ["SliceBackward0"] * 2  # the mul broadcasts
+    # a slice that takes part of the repeated dim indexes it: not proven, no finding
+    assert gw.trace(repeat_part_mul, x, y).advise(min_share=0) == []
 
 
 def test_repeat_interleave_of_a_size_one_dim_is_a_repeat():

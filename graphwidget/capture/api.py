@@ -10,7 +10,7 @@ from .._util.gc import gc_paused
 from ..model.graph import GradGraph
 from . import native
 from ._deep_free import make_deep_free_safe
-from .records import NATIVE_TEMPLATES, _TypeInfo, build_records
+from .records import _MISSING_SEEN, NATIVE_TEMPLATES, _TypeInfo, build_records, fill_outputs
 from .roots import Node, roots_of
 from .seq import finalize_seq, rank_seq_python
 from .tensors import dtype_name, jsonable, packed_record, tensor_record
@@ -92,6 +92,8 @@ def capture_raw(obj: Any, module: Optional[torch.nn.Module] = None, title: Optio
         n = len(w.order)
         del w, roots
         graph = GradGraph.from_records(nodes, edges, roots=root_ids, title=title)
+        if "_input_metadata" in _MISSING_SEEN:  # torch < 2.5: what the consumers' saved sizes tell
+            fill_outputs(graph, {})
         if rank and engine == "python":  # pure Python to the end
             graph.abs_seq = rank_seq_python(graph.nx._node)
         elif rank:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -225,9 +225,9 @@ class MissingFactWarning(UserWarning):
 _MISSING_SEEN: Dict[str, str] = {}
 _NO_INPUT_METADATA = (
     "grad_fn._input_metadata (torch >= 2.5 has it; this is torch {v}): the shapes of the forward outputs. Without "
-    "it, non-leaf nodes' \"outputs\" are null, edges out of them have no shape/dtype and \"grad_bytes\" counts only "
-    "gradients flowing into leaves. gw.trace(...) and gw.profile(...) record these facts in the forward instead; "
-    "or upgrade torch")
+    "it, a non-leaf node's \"outputs\" are known only where the nodes reading them saved their size (slices, "
+    "views, sums...); elsewhere they are null, edges out of them have no shape/dtype and \"grad_bytes\" misses "
+    "those gradients. gw.trace(...) and gw.profile(...) record these facts in the forward instead; or upgrade torch")
 
 
 _NO_UNPACK_HOOK = (
@@ -300,11 +300,59 @@ def _metadata_without_binding(fn: Node) -> Optional[Sequence[Any]]:
     return None
 
 
+def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
+    """Outputs still unknown after the forward's record (torch < 2.5), read off the nodes that consume them.
+
+    ``gw.trace`` sees only the tensors an op call returns: ``h[:, :, 0, 0]`` is one call that makes four nodes
+    (two slices, two selects), and only the last one's output is seen; a plain capture sees none. But a node that
+    saved its input's size (``self_sym_sizes``: every slice, select, expand, sum, view...) says what shape its
+    producer's output had. So each unknown node whose only output goes to consumers that all saved the same size
+    gets that shape, with the dtype/device of a consumer's own output or else of the node's own inputs (nodes are
+    visited producers first, so an input filled here counts). Nothing is guessed where consumers disagree or none
+    saved a size: those stay null. Edges out of a filled node get its shape/dtype (their consumers go in
+    ``touched``). Returns how many nodes were filled."""
+    import networkx as nx
+
+    count = 0
+    for u in nx.topological_sort(g):
+        d = g.nodes[u]
+        if d.get("outputs") is not None or d.get("op") == "AccumulateGrad":
+            continue
+        shapes = set()
+        meta: Optional[Dict[str, Any]] = None
+        for _, v, e in g.out_edges(u, data=True):
+            for item in [e, *(e.get("also") or ())]:
+                size = (g.nodes[v].get("attrs") or {}).get("self_sym_sizes") if item.get("slot") == 0 else None
+                if item.get("output") != 0 or not isinstance(size, list):
+                    shapes.add(None)
+                    continue
+                shapes.add(tuple(size))
+                outs = g.nodes[v].get("outputs") or ()
+                if meta is None and outs and outs[0] is not None:
+                    meta = outs[0]
+        if len(shapes) != 1 or None in shapes:
+            continue
+        if meta is None:
+            meta = next(({"dtype": e["dtype"]} for _, _, e in g.in_edges(u, data=True) if e.get("dtype")), None)
+        if meta is None:
+            continue
+        shape = list(shapes.pop())
+        d["outputs"] = [{"shape": shape, "dtype": meta["dtype"], "device": meta.get("device") or "cpu"}]
+        for _, v, e in g.out_edges(u, data=True):
+            for item in [e, *(e.get("also") or ())]:
+                if item.get("shape") is None:
+                    item["shape"], item["dtype"] = shape, meta["dtype"]
+                    touched.add(v)
+        count += 1
+    return count
+
+
 def fill_outputs(graph: Any, found: Mapping[int, Sequence[Optional[Tuple[Sequence[int], torch.dtype, Any]]]]) -> int:
     """Where a node's ``outputs`` are unknown (null: torch < 2.5), set them from what the forward recorded
     (``found``: node -> per output ``(shape, dtype, device)`` or ``None``; ``gw.trace``/``gw.profile`` see every
-    output tensor), then the shape/dtype of the edges leaving those nodes and the ``grad_bytes`` of the nodes they
-    enter. Returns how many nodes were filled."""
+    output tensor) and, for nodes made inside one call, from the sizes their consumers saved
+    (:func:`_outputs_from_consumers`); then the shape/dtype of the edges leaving those nodes and the ``grad_bytes``
+    of the nodes they enter. Returns how many nodes were filled."""
     g = graph.nx
     filled = []
     for n, outs in found.items():
@@ -314,7 +362,7 @@ def fill_outputs(graph: Any, found: Mapping[int, Sequence[Optional[Tuple[Sequenc
         d["outputs"] = [None if o is None else {"shape": list(o[0]), "dtype": dtype_name(o[1]),
                                                 "device": device_name(o[2])} for o in outs]
         filled.append(n)
-    touched = set()
+    touched: Set[Any] = set()
     for u in filled:
         outs = g.nodes[u]["outputs"]
         for _, v, e in g.out_edges(u, data=True):
@@ -323,6 +371,7 @@ def fill_outputs(graph: Any, found: Mapping[int, Sequence[Optional[Tuple[Sequenc
                 if meta is not None and item.get("shape") is None:
                     item["shape"], item["dtype"] = meta["shape"], meta["dtype"]
                     touched.add(v)
+    n_filled = len(filled) + _outputs_from_consumers(g, touched)
     for v in touched:  # grad_bytes as build_records computes it: one gradient per connection, its tensor's size
         total = 0
         for _, _, e in g.in_edges(v, data=True):
@@ -331,7 +380,7 @@ def fill_outputs(graph: Any, found: Mapping[int, Sequence[Optional[Tuple[Sequenc
                 if item.get("shape") is not None and isinstance(dtype, torch.dtype):
                     total += _numel(tuple(item["shape"])) * _itemsize(dtype)
         g.nodes[v]["grad_bytes"] = total
-    return len(filled)
+    return n_filled
 
 
 def build_records(w: Walk, param_names: Mapping[int, str]

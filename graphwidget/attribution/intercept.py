@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..capture.seq import next_seq
 from .function_apply import Around, add_around, remove_around
-from .module_hooks import Post, Pre, add_listener, remove_listener
+from .module_hooks import Post, Pre, add_listener, remove_listener, resume, suspend
 from .shared_patch import dynamo_compiling, dynamo_skip, hide_from_dynamo
 
 Handle = Callable[[Callable[..., Any], Sequence[Any], Any], Any]
@@ -163,9 +163,13 @@ class Interception:
             return fn(*args, **kwargs)
         self._pre(fn, args)
         out = None
+        suspended = False
         try:
+            suspended = suspend()  # the global module hooks out of the dicts the compiled frame is guarded on
             out = fn(*args, **kwargs)
         finally:
+            if suspended:
+                resume()
             self._post(fn, args, out)
         return out
 
@@ -181,6 +185,7 @@ class Interception:
     def stop(self) -> None:
         """Undo :meth:`start`; idempotent, so it can be called again after an interrupt (callers do)."""
         remove_mode(self.mode)
+        resume()  # an interrupt between suspend and resume in call(): other users get their hooks back
         remove_listener(self._listeners, self)
         remove_around(self.around)
         self._open.clear()

@@ -15,7 +15,16 @@ from typing import Any, Callable, List, Optional, Tuple
 from torch.nn.modules import module as _nn
 from torch.utils.hooks import RemovableHandle
 
-from .shared_patch import SharedPatch, dynamo_compiling, dynamo_skip, local, remove_identical, thread_stack
+from .shared_patch import (
+    SharedPatch,
+    dynamo_compiling,
+    dynamo_skip,
+    frames_seen,
+    frames_unseen,
+    local,
+    remove_identical,
+    thread_stack,
+)
 
 Pre = Callable[[Any, Any], None]
 Post = Callable[[Any, Any, Any], None]
@@ -27,8 +36,12 @@ def _pre(module: Any, args: Any) -> None:
         return
     listeners: Optional[List[Tuple[Pre, Post]]] = getattr(local, "modules", None)
     if listeners:
-        for pre, _ in listeners:
-            pre(module, args)
+        token = frames_unseen()  # the listeners and what they call: never frames of Dynamo's (torch < 2.6)
+        try:
+            for pre, _ in listeners:
+                pre(module, args)
+        finally:
+            frames_seen(token)
 
 
 @dynamo_skip(recursive=True)
@@ -37,8 +50,12 @@ def _post(module: Any, args: Any, output: Any) -> None:
         return
     listeners: Optional[List[Tuple[Pre, Post]]] = getattr(local, "modules", None)
     if listeners:
-        for _, post in listeners:
-            post(module, args, output)
+        token = frames_unseen()
+        try:
+            for _, post in listeners:
+                post(module, args, output)
+        finally:
+            frames_seen(token)
 
 
 # One key for our entries in torch's global hook dicts, the same on every install: torch.compile guards a compiled
@@ -93,6 +110,10 @@ def _unquiet() -> None:
 
 def _uninstall() -> None:
     _unquiet()
+    _remove_entries()
+
+
+def _remove_entries() -> None:
     always = getattr(_nn, "_global_forward_hooks_always_called", {})
     for d in (_nn._global_forward_pre_hooks, _nn._global_forward_hooks):
         for k in _ours(d):  # by identity: whatever key an earlier (interrupted) install used
@@ -133,6 +154,27 @@ def remove_listener(pair: Optional[Tuple[Pre, Post]], token: Any) -> None:
     if stack is not None and pair is not None:
         remove_identical(stack, pair)
     MODULE_HOOKS.release(token)
+
+
+def suspend() -> bool:
+    """Take the hooks out of torch's dicts while a compiled callable (``torch.compile(function)``) runs, when no
+    other thread needs them; returns whether it did (then call :func:`resume`).
+
+    Why: torch < 2.6 compiles a frame that calls a module with a guard that the global hook dicts are *empty* (it
+    ran none); with ours in them the user's compiled function fails that guard and is compiled again. Inside it
+    the hooks would record nothing anyway (compiled code: Dynamo traces them to nothing)."""
+    with MODULE_HOOKS.lock:
+        if not MODULE_HOOKS.only_this_thread():
+            return False  # another thread's module stack needs them: a recompile is the lesser evil
+        _remove_entries()
+        return True
+
+
+def resume() -> None:
+    """Undo :func:`suspend` (idempotent, and a no-op once nobody holds the hooks)."""
+    with MODULE_HOOKS.lock:
+        if MODULE_HOOKS.users and not _installed():
+            _install()
 
 
 def originals_restored() -> bool:

@@ -68,12 +68,44 @@ def hide_from_dynamo() -> None:
     if ef is None:
         return
     try:
-        skip = ef.FrameAction.SKIP
-        for code, recursive in _skipped:
-            ef.set_code_exec_strategy(code, ef.FrameExecStrategy(skip, skip if recursive else ef.FrameAction.DEFAULT))
+        if hasattr(ef, "set_code_exec_strategy"):
+            skip = ef.FrameAction.SKIP
+            for code, recursive in _skipped:
+                then = skip if recursive else ef.FrameAction.DEFAULT
+                ef.set_code_exec_strategy(code, ef.FrameExecStrategy(skip, then))
+        else:
+            # torch < 2.6 has only skip_code: this frame is skipped, the frames it calls are not (no "recursive":
+            # the dispatchers switch Dynamo's frame callback off around their listeners, see frames_unseen).
+            # Without it Dynamo compiles our module hooks, then the helpers they call, as frames of their own on
+            # the first trace of a compiled module (the user's frame counter goes up; they trace to nothing).
+            for code, _ in _skipped:
+                ef.skip_code(code)
+            _SET_EVAL_FRAME[0] = ef.set_eval_frame
     except Exception:  # pragma: no cover - another torch's private API: Dynamo then compiles them, harmlessly
         pass
     _hidden[0] = True
+
+
+# torch < 2.6: Dynamo's set_eval_frame, set once the recursive skips above had to be done by hand.
+_SET_EVAL_FRAME: List[Any] = [None]
+_UNCHANGED = object()
+
+
+@dynamo_skip
+def frames_unseen() -> Any:
+    """Begin a stretch whose frames Dynamo must not compile (what ``dynamo_skip(recursive=True)`` gives on torch
+    >= 2.6): on older torch, Dynamo's frame callback off, as ``torch._dynamo.disable`` does around a call. Returns
+    the token for :func:`frames_seen`. Only for eager code: callers have returned already when
+    :func:`dynamo_compiling` (Dynamo would break the user's graph on ``set_eval_frame``)."""
+    set_eval_frame = _SET_EVAL_FRAME[0]
+    return _UNCHANGED if set_eval_frame is None else set_eval_frame(None)
+
+
+@dynamo_skip
+def frames_seen(token: Any) -> None:
+    """End what :func:`frames_unseen` began: Dynamo's frame callback as it was."""
+    if token is not _UNCHANGED:
+        _SET_EVAL_FRAME[0](token)
 
 
 class SharedPatch:
@@ -89,21 +121,29 @@ class SharedPatch:
         self.name = name
         self._install, self._uninstall = install, uninstall
         self._users: Dict[int, Any] = {}
-        self._lock = threading.RLock()
+        self._threads: Dict[int, int] = {}  # id(token) -> the thread that acquired it
+        self.lock = threading.RLock()
 
     def acquire(self, token: Any) -> None:
         """Register ``token`` as a user and make sure the patch is installed."""
         hide_from_dynamo()
-        with self._lock:
+        with self.lock:
             self._users[id(token)] = token
+            self._threads[id(token)] = threading.get_ident()
             self._install()
 
     def release(self, token: Any) -> None:
         """Forget ``token`` (again is fine) and uninstall when nobody is left."""
-        with self._lock:
+        with self.lock:
             self._users.pop(id(token), None)
+            self._threads.pop(id(token), None)
             if not self._users:
                 self._uninstall()
+
+    def only_this_thread(self) -> bool:
+        """Is every user of the patch the calling thread's? (Call with :attr:`lock` held.)"""
+        me = threading.get_ident()
+        return bool(self._threads) and all(t == me for t in self._threads.values())
 
     @property
     def users(self) -> int:

@@ -7,6 +7,7 @@ import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ...model._digraph import adjacency
+from . import ops
 from .finding import Finding
 from .ops import nbytes
 
@@ -29,6 +30,63 @@ class Input(NamedTuple):
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _SUBSCRIPTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\[")
+
+
+def _op_output(d: Dict[str, Any], ins: List[Input]) -> Tuple[Optional[List[int]], Optional[str]]:
+    """Shape and dtype of a node's output 0 from its op, its attrs and its inputs, for the ops whose output follows
+    from them alone; ``(None, None)`` for any other."""
+    op = d.get("op") or ""
+    attrs = d.get("attrs") or {}
+    first = next((i for i in ins if i.slot == 0), None)
+    in_shape = attrs.get("self_sym_sizes") if isinstance(attrs.get("self_sym_sizes"), list) else None
+    if in_shape is None and first is not None:
+        in_shape = first.shape
+    dtype = first.dtype if first is not None else None
+    if op == "SelectBackward0" and in_shape is not None:
+        k = ops.norm_dim(attrs.get("dim"), len(in_shape))
+        return (None, None) if k is None else (in_shape[:k] + in_shape[k + 1:], dtype)
+    if op == "SliceBackward0" and in_shape is not None:
+        k = ops.norm_dim(attrs.get("dim"), len(in_shape))
+        n = ops.slice_len(attrs, in_shape[k]) if k is not None else None
+        return (None, None) if k is None or n is None else (in_shape[:k] + [n] + in_shape[k + 1:], dtype)
+    if op == "UnsqueezeBackward0" and first is not None and first.shape is not None:
+        k = ops.norm_dim(attrs.get("dim"), len(first.shape) + 1)
+        return (None, None) if k is None else (first.shape[:k] + [1] + first.shape[k:], dtype)
+    if op == "RepeatBackward0" and in_shape is not None and isinstance(attrs.get("repeats"), list):
+        reps = attrs["repeats"]
+        if len(reps) < len(in_shape):
+            return None, None
+        padded = [1] * (len(reps) - len(in_shape)) + list(in_shape)
+        return [s * r for s, r in zip(padded, reps)], dtype
+    if op in ops.BINARY:
+        shapes = [i.shape for i in ins]
+        dtypes = {i.dtype for i in ins}
+        have = {i.slot for i in ins}
+        saved = {s.get("name"): s for s in d.get("saved") or ()}
+        missing = [name for slot, name in enumerate(ops.BINARY[op]) if slot not in have]
+        for name in missing + list(ops.EXTRA_OPERANDS.get(op, ())):
+            s = saved.get(name)
+            shapes.append(s.get("shape") if s is not None else None)
+            if s is not None and name not in ops.EXTRA_OPERANDS.get(op, ()):
+                dtypes.add(s.get("dtype"))
+        shape = ops.broadcast(shapes)
+        return shape, (dtypes.pop() if shape is not None and len(dtypes) == 1 else None)
+    if ops.is_elementwise(op) and len(ins) == 1 and first is not None:
+        return first.shape, (None if ops.stem(op) == "ToCopy" else dtype)
+    return None, (dtype if op in ops.VIEW or op in ops.INDEX else None)
+
+
+def _shape_preserving(d: Dict[str, Any], n_inputs: int) -> Optional[Tuple[List[int], Optional[str]]]:
+    """``(shape, dtype)`` of the input of a one-input element-wise node whose output was recorded (the input
+    had that shape; the dtype too unless the op casts); ``None`` for any other node."""
+    op = d.get("op") or ""
+    if n_inputs != 1 or op in ops.BINARY or not ops.is_elementwise(op):
+        return None
+    outs = d.get("outputs") or ()
+    o = outs[0] if outs else None
+    if not o or o.get("shape") is None:
+        return None
+    return list(o["shape"]), (None if ops.stem(op) == "ToCopy" else o.get("dtype"))
 
 
 def assigned_name(code: Optional[str]) -> Optional[str]:
@@ -60,6 +118,8 @@ class Context:
         #: What rules share within one advise() call (e.g. the materialised copies both copy rules read).
         self.memo: Dict[str, Any] = {}
         self._total_saved: Optional[int] = None
+        self._inferred: Optional[Dict[int, Tuple[Optional[List[int]], Optional[str]]]] = None
+        self._node_grad: Dict[int, int] = {}
 
     @property
     def timed(self) -> bool:
@@ -70,12 +130,7 @@ class Context:
         """Every connection into ``v`` (a pair joined twice, ``a * a``, gives two). Computed once per node."""
         out = self._inputs.get(v)
         if out is None:
-            out = []
-            for u, e in self.pred[v].items():
-                out.append(Input(u, e.get("output") or 0, e.get("slot") or 0, e.get("shape"), e.get("dtype")))
-                for a in e.get("also") or ():
-                    out.append(Input(u, a.get("output") or 0, a.get("slot") or 0, a.get("shape"), a.get("dtype")))
-            self._inputs[v] = out
+            out = self._inputs[v] = self._raw_inputs(v)
         return out
 
     def consumers(self, u: int, output: Optional[int] = None) -> List[int]:
@@ -88,12 +143,79 @@ class Context:
         return res
 
     def out(self, n: int, k: int = 0) -> Tuple[Optional[List[int]], Optional[str]]:
-        """Shape and dtype of forward output ``k`` of node ``n``."""
-        outs = self.node[n].get("outputs") or ()
+        """Shape and dtype of forward output ``k`` of node ``n``: as recorded, or, where the capture could not
+        record it (``outputs`` null: torch < 2.5 without ``gw.trace``), as :meth:`_infer` derives it."""
+        outs = self.node[n].get("outputs")
+        if outs is None:
+            if k != 0:
+                return None, None
+            if self._inferred is None:
+                self._inferred = self._infer()
+            return self._inferred.get(n, (None, None))
         o = outs[k] if k < len(outs) else None
         if not o:
             return None, None
         return o.get("shape"), o.get("dtype")
+
+    def _infer(self) -> Dict[int, Tuple[Optional[List[int]], Optional[str]]]:
+        """Output 0 of every node whose outputs were not recorded, from facts the graph does hold, producers first:
+        the input size its consumers saved (``self_sym_sizes``), or what the op does to its inputs' shapes
+        (index, unsqueeze, repeat, element-wise with broadcasting). Nothing is guessed: unknown stays unknown."""
+        import networkx as nx
+        found: Dict[int, Tuple[Optional[List[int]], Optional[str]]] = {}
+        self._inferred = found  # out() of a producer reads what is filled so far (producers come first)
+        for n in nx.topological_sort(self.graph.nx):
+            d = self.node[n]
+            if d.get("outputs") is not None:
+                continue
+            ins = self._raw_inputs(n)
+            shape, dtype = _op_output(d, ins)
+            said = set()
+            for v, e in self.succ[n].items():
+                vd = self.node[v]
+                size = (vd.get("attrs") or {}).get("self_sym_sizes")
+                same = _shape_preserving(vd, len(self.pred[v]))
+                for a in (e, *(e.get("also") or ())):
+                    if (a.get("output") or 0) != 0 or (a.get("slot") or 0) != 0:
+                        continue
+                    if isinstance(size, list):
+                        said.add(tuple(size))
+                    elif same is not None:  # clone, exp, x * 2: the input had the output's shape
+                        said.add(tuple(same[0]))
+                        dtype = dtype or same[1]
+            if len(said) == 1:
+                shape = list(said.pop())
+            if shape is not None:
+                found[n] = (shape, dtype)
+        return found
+
+    def _raw_inputs(self, v: int) -> List[Input]:
+        """:meth:`inputs` without the cache (:meth:`_infer` reads them while it is still filling producers in)."""
+        out = []
+        for u, e in self.pred[v].items():
+            for a in (e, *(e.get("also") or ())):
+                k, shape, dtype = a.get("output") or 0, a.get("shape"), a.get("dtype")
+                if shape is None:  # torch < 2.5: the producer's output may be known only by inference
+                    shape, inferred_dtype = self.out(u, k)
+                    dtype = dtype or inferred_dtype
+                out.append(Input(u, k, a.get("slot") or 0, shape, dtype))
+        return out
+
+    def is_full_slice(self, v: int) -> bool:
+        """Whether ``v`` is a SliceBackward0 that takes the whole dim with step 1: torch < 2.5 records one for every
+        ``:`` in ``h[:, :, 0]`` (``narrow(d, 0, size)`` does on any torch). It copies and indexes nothing."""
+        d = self.node[v]
+        if d.get("op") != "SliceBackward0":
+            return False
+        attrs = d.get("attrs") or {}
+        in_shape = attrs.get("self_sym_sizes")
+        if not isinstance(in_shape, list):
+            ins = self.inputs(v)
+            in_shape = ins[0].shape if len(ins) == 1 else None
+        if in_shape is None:
+            return False
+        k = ops.norm_dim(attrs.get("dim"), len(in_shape))
+        return k is not None and ops.full_slice(attrs, in_shape, self.out(v)[0], k)
 
     def out_bytes(self, n: int, k: int = 0) -> Optional[int]:
         return nbytes(*self.out(n, k))
@@ -114,6 +236,22 @@ class Context:
 
     def is_leaf(self, n: int) -> bool:
         return self.node[n].get("kind") == "leaf"
+
+    def past_full_slices(self, v: int) -> int:
+        """The first node of ``v``'s indexing expression that indexes something: ``v`` itself unless it is a full
+        slice (:meth:`is_full_slice`), else the index op that continues it from the same line (``h[:, :, 0]`` on
+        torch < 2.5 is slice, slice, select: the select). ``v`` when nothing after its full slices indexes."""
+        w = v
+        while self.is_full_slice(w):
+            nxt = list(self.succ[w])
+            if len(nxt) != 1 or len(self.pred[nxt[0]]) != 1:
+                return v
+            x, wd = self.node[nxt[0]], self.node[w]
+            if (x.get("op") not in ops.INDEX or x.get("source") != wd.get("source")
+                    or x.get("code") != wd.get("code")):
+                return v
+            w = nxt[0]
+        return w
 
     # -- naming -------------------------------------------------------------------------------------------------
     def tensor_name(self, u: int, output: int = 0) -> str:
@@ -144,10 +282,22 @@ class Context:
         return f"self.{t['name']}" if d.get("kind") == "leaf" and t.get("name") else None
 
     # -- totals -------------------------------------------------------------------------------------------------
+    def node_grad_bytes(self, n: int) -> int:
+        """Bytes of the gradients ``n`` writes in backward: as recorded, or, where the capture did not know the
+        shape of an input (torch < 2.5), with the inferred shapes counted too (one gradient per connection)."""
+        got = self._node_grad.get(n)
+        if got is None:
+            d = self.node[n]
+            got = d.get("grad_bytes") or 0
+            if any(a.get("shape") is None for e in self.pred[n].values() for a in (e, *(e.get("also") or ()))):
+                got = sum(nbytes(i.shape, i.dtype) or 0 for i in self.inputs(n))
+            self._node_grad[n] = got
+        return got
+
     @property
     def total_grad_bytes(self) -> int:
         if self._total_grad is None:
-            self._total_grad = sum(d.get("grad_bytes") or 0 for d in self.node.values())
+            self._total_grad = sum(self.node_grad_bytes(n) for n in self.node)
         return self._total_grad
 
     @property
@@ -165,7 +315,7 @@ class Context:
         return self._total_saved
 
     def grad_bytes(self, nodes: Iterable[int]) -> int:
-        return sum(self.node[n].get("grad_bytes") or 0 for n in nodes)
+        return sum(self.node_grad_bytes(n) for n in nodes)
 
     def bwd_ms(self, nodes: Iterable[int]) -> Optional[float]:
         times = [self.node[n].get("bwd_ms") for n in nodes]

@@ -64,7 +64,7 @@ def find(ctx: Context) -> List[Finding]:
             piece = ctx.out_bytes(ch[-1])
             if piece is not None and piece * MIN_RATIO <= tbytes:
                 chains.append(ch)
-        written = sum(ctx.node[ch[0]].get("grad_bytes") or 0 for ch in chains)
+        written = sum(ctx.node_grad_bytes(ch[0]) for ch in chains)
         if len(chains) < MIN_READS or written < MIN_RATIO * tbytes:
             continue
         chains.sort(key=lambda ch: ctx.order(ch[0]))
@@ -76,7 +76,8 @@ def find(ctx: Context) -> List[Finding]:
         ctx.claimed.update(nodes)
         line = Counter(ctx.node[ch[0]].get("source") for ch in chains).most_common(1)[0][0]
         at = next(ch[0] for ch in chains if ctx.node[ch[0]].get("source") == line)
-        firsts = [ctx.node[ch[0]] for ch in chains]
+        # what each read indexes: full slices before it (torch < 2.5's `:`) take the whole dim and keep every dim
+        firsts = [ctx.node[ctx.past_full_slices(ch[0])] for ch in chains]
         ops_ = {d.get("op") for d in firsts}
         dims = {norm_dim((d.get("attrs") or {}).get("dim"), len(tshape or ())) for d in firsts}
         name = ctx.tensor_name(u, k)

@@ -56,7 +56,8 @@ def find(ctx: Context) -> List[Finding]:
             if node[v].get("op") in INDEX and v not in claimed and len(pred[v]) == 1:
                 (u, e), = pred[v].items()
                 if not e.get("also"):
-                    reads[(u, e.get("output") or 0)].append(v)
+                    # a full slice (torch < 2.5's `:` in x[:, i]) reads nothing by itself: the read is what follows
+                    reads[(u, e.get("output") or 0)].append(ctx.past_full_slices(v))
     out: List[Finding] = []
     done: Set[Key] = set()
     for (u, out_k), readers in sorted(reads.items(), key=lambda kv: ctx.order(kv[0][0])):

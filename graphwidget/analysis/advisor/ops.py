@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 _SUFFIX = re.compile(r"Backward\d*$")
 
@@ -145,3 +145,45 @@ def shift(dims: Iterable[int], by: int) -> FrozenSet[int]:
 
 def fmt_shape(shape: Optional[Sequence[int]]) -> str:
     return "(?)" if shape is None else "(" + ", ".join(str(s) for s in shape) + (",)" if len(shape) == 1 else ")")
+
+
+def _signed(x: Any) -> Any:
+    """An int attr as stored (negative values as unsigned 64-bit) back to its signed value."""
+    return x - 2**64 if isinstance(x, int) and not isinstance(x, bool) and x >= 2**63 else x
+
+
+def slice_len(attrs: Mapping[str, Any], size: int) -> Optional[int]:
+    """How many elements a SliceBackward0 with these attrs takes of a dim of ``size`` (Python's slice rules);
+    ``None`` when its start/end/step are not known."""
+    start, end, step = _signed(attrs.get("start", 0)), _signed(attrs.get("end")), _signed(attrs.get("step", 1))
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end, step)) or step < 1:
+        return None
+    return len(range(size)[start:end:step])
+
+
+def full_slice(attrs: Mapping[str, Any], in_shape: Sequence[int], out_shape: Optional[Sequence[int]], k: int) -> bool:
+    """Whether a SliceBackward0 along ``k`` takes the whole dim with step 1 (torch < 2.5 records one for every
+    ``:`` in ``h[:, :, 0]``; ``narrow(d, 0, size)`` does on any torch): it copies nothing and indexes nothing."""
+    if _signed(attrs.get("step", 1)) != 1:
+        return False
+    if out_shape is not None and len(out_shape) == len(in_shape):
+        return out_shape[k] == in_shape[k]
+    return slice_len(attrs, in_shape[k]) == in_shape[k]
+
+
+def broadcast(shapes: Sequence[Optional[Sequence[int]]]) -> Optional[List[int]]:
+    """The shape element-wise operands of these shapes broadcast to; ``None`` when any is unknown or they do not
+    broadcast."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    nd = max(len(s) for s in shapes)  # type: ignore[arg-type]
+    out = [1] * nd
+    for s in shapes:
+        for i, n in enumerate(s, nd - len(s)):  # type: ignore[arg-type]
+            if n != 1:
+                if out[i] not in (1, n):
+                    return None
+                out[i] = n
+    return out

@@ -140,7 +140,7 @@ def _step(ctx: Context, v: int, rep: Dict[Tuple[int, int], Dims],
     nd = len(in_shape)
     if op in ("SelectBackward0", "SliceBackward0"):
         k = ops.norm_dim(attrs.get("dim"), nd)
-        if op == "SliceBackward0" and k is not None and _full_slice(attrs, in_shape, out_shape, k):
+        if op == "SliceBackward0" and k is not None and ops.full_slice(attrs, in_shape, out_shape, k):
             return {0: dims}  # x[:, :] on torch < 2.5, or narrow(d, 0, size): the same tensor, nothing indexed
         if k is None or k in dims:
             raise _Blocked(f"{op} indexes the repeated dim")
@@ -195,17 +195,6 @@ def _step(ctx: Context, v: int, rep: Dict[Tuple[int, int], Dims],
         lead = len(attrs["repeats"]) - nd
         return {0: ops.shift(dims, lead) | more}
     raise _Blocked(f"{op} reads it")
-
-
-def _full_slice(attrs: Mapping, in_shape: List[int], out_shape: Optional[List[int]], k: int) -> bool:
-    """Whether a SliceBackward0 along ``k`` takes the whole dim with step 1 (torch < 2.5 records one for every
-    ``:`` in ``h[:, :, 0]``; ``narrow(d, 0, size)`` does on any torch): it copies nothing and indexes nothing."""
-    if attrs.get("step", 1) != 1:
-        return False
-    if out_shape is not None and len(out_shape) == len(in_shape):
-        return out_shape[k] == in_shape[k]
-    start, end = attrs.get("start"), attrs.get("end")
-    return start in (0, None) and (end is None or (isinstance(end, int) and end >= in_shape[k]))
 
 
 def _elementwise(ctx: Context, v: int, op: str, reps: List[Tuple[Input, Optional[Dims]]],

@@ -285,11 +285,27 @@ def test_missing_input_metadata_is_said_once_and_trace_fills_it(tmp_path):
         warnings.simplefilter("ignore", MissingFactWarning)
         g = gw.capture(_program(), engine="python")
         t = gw.trace(_program)
-    for _, d in g.nx.nodes(data=True):
+    # A plain capture knows a non-leaf output only where every consumer saved its size (self_sym_sizes) and a dtype
+    # is known: here the repeat (read by the two selects), the unsqueeze (read by the repeat) and x * w (read by
+    # its sum). The product of the two selects is read by a sum too, but nothing around it knows its dtype.
+    x = torch.linspace(0, 1, 12).reshape(2, 6)
+    truth = {"UnsqueezeBackward0": list(x.unsqueeze(1).shape), "RepeatBackward0": list(x.unsqueeze(1).repeat(1, 4, 1).shape),
+             "MulBackward0": list(x.shape)}
+    filled = {}
+    for n, d in g.nx.nodes(data=True):
         if d["kind"] == "leaf":
             assert d["outputs"] and d["outputs"][0]["shape"] == list(d["tensor"]["shape"])
+        elif d["outputs"] is not None:
+            assert len(d["outputs"]) == 1 and d["outputs"][0]["dtype"] == "float32", d
+            shape = d["outputs"][0]["shape"]
+            sizes = [(g.nx.nodes[v].get("attrs") or {}).get("self_sym_sizes") for _, v in g.nx.out_edges(n)]
+            assert sizes and all(s == shape for s in sizes), (d["op"], shape, sizes)
+            assert d["op"] not in filled
+            filled[d["op"]] = shape
         else:
             assert d["outputs"] is None, "unknown, not 'no outputs'"
+    assert filled == truth
+    assert len([n for n, d in g.nx.nodes(data=True) if d["kind"] != "leaf" and d["outputs"] is None]) == 6
     sel = [d for _, d in t.nx.nodes(data=True) if d["op"] == "SelectBackward0"]
     assert sel and all(d["outputs"] == [{"shape": [2, 4], "dtype": "float32", "device": "cpu"}] for d in sel)
     # each select on the repeated (2, 4, 6) tensor writes a gradient of that whole shape

@@ -42,3 +42,8 @@ needs_input_metadata = pytest.mark.skipif(
 needs_saved_hook_facts = pytest.mark.skipif(
     not HAS_SAVED_HOOK_FACTS,
     reason="torch < 2.5's SavedTensor has no unpack_hook/data: capture must unpack hooked saved tensors (and says so)")
+
+needs_saved_data = pytest.mark.skipif(
+    not HAS_SAVED_HOOK_FACTS,
+    reason="describes a saved tensor modified in place after it was saved: torch < 2.5's SavedTensor has no .data "
+           "and unpacking a stale one fails, so capture cannot read its shape and bytes")

@@ -2,13 +2,18 @@
 and notebooks/demo.ipynb top to bottom (with small sizes)."""
 from __future__ import annotations
 
+import ast
 import os
+import re
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Sequence
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from torch_facts import FULL_SLICES, HAS_INPUT_METADATA, SEED_NODES
+
+from graphwidget.capture.records import missing_facts
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "notebooks" / "demo.ipynb"
@@ -42,8 +47,28 @@ def notebook(cells: Sequence[str]) -> Any:
     return nb
 
 
+# How a MissingFactWarning (torch 2.4 lacks a fact graphwidget records) reaches a cell: once per kernel, on stderr.
+FACT_NOTE = "MissingFactWarning: graphwidget: this torch does not expose "
+
+
+def is_fact_note(o: Dict[str, Any]) -> bool:
+    return o.get("name") == "stderr" and FACT_NOTE in o.get("text", "")
+
+
 def outputs(cell: Any) -> List[Dict[str, Any]]:
-    return list(cell.get("outputs", []))
+    """A cell's outputs, without the missing-fact notes (checked apart by :func:`fact_notes`)."""
+    return [o for o in cell.get("outputs", []) if not is_fact_note(o)]
+
+
+def fact_notes(nb: Any) -> List[str]:
+    """The missing-fact notes the notebook showed; each must name a fact this torch lacks, and only once (the kernel
+    is one process: the warning is loud once, not on every capture)."""
+    notes = [o["text"] for c in nb.cells for o in c.get("outputs", []) if is_fact_note(o)]
+    missing = missing_facts()
+    for fact in missing:
+        assert sum(t.count(FACT_NOTE + fact) for t in notes) <= 1, (fact, notes)
+    assert all(any(FACT_NOTE + fact in t for fact in missing) for t in notes), notes
+    return notes
 
 
 def widget_views(nb: Any) -> List[str]:
@@ -57,6 +82,7 @@ def widget_state(nb: Any) -> Dict[str, Any]:
 
 
 def assert_no_errors(nb: Any) -> None:
+    fact_notes(nb)
     errors = [o for c in nb.cells for o in outputs(c) if o["output_type"] == "error"]
     assert errors == [], errors
     stderr = [o["text"] for c in nb.cells for o in outputs(c) if o.get("name") == "stderr"]
@@ -72,6 +98,8 @@ def test_gradgraph_as_last_expression_renders_as_the_widget(kernel_env: Path) ->
         "print(len(g))",
     ]), kernel_env)
     assert_no_errors(nb)
+    # a plain capture on a torch without grad_fn._input_metadata says so, in the cell that captured
+    assert len([o for o in nb.cells[0]["outputs"] if is_fact_note(o)]) == (0 if HAS_INPUT_METADATA else 1)
     out = outputs(nb.cells[0])
     assert len(out) == 1 and out[0]["output_type"] == "execute_result"
     data = out[0]["data"]
@@ -147,9 +175,19 @@ def test_repeat_vs_broadcast_notebook_runs_top_to_bottom(kernel_env: Path) -> No
     text = "\n".join(o.get("text", "") for c in nb.cells for o in outputs(c))
     # selecting on A in Python selected the counterpart on B, and the front end's state has both
     assert f"repeat #{state['selected_a']} <-> broadcast #{state['selected_b']}: changed fields" in text
-    assert "diff 'repeat' vs 'broadcast': 47 nodes matched" in text
+    m = re.search(r"diff 'repeat' vs 'broadcast': (\d+) nodes matched .*?, (\d+) only in repeat, (\d+) only in broadcast",
+                  text)
+    assert m, text
+    matched, only_a, only_b = map(int, m.groups())
+    assert (matched + only_a, matched + only_b) == SEED_NODES
+    if not FULL_SLICES:
+        assert matched == 47
     assert "same maths: True" in text
-    assert "only in repeat:    ['RepeatBackward0', 'UnsqueezeBackward0']" in text
+    # torch 2.4's full slices (SliceBackward0 of `:`) may be left unmatched; what differs in the maths may not
+    only = re.search(r"only in repeat:    (\[.*?\])", text)
+    assert only, text
+    assert [op for op in ast.literal_eval(only.group(1)) if not (FULL_SLICES and op == "SliceBackward0")] == \
+        ["RepeatBackward0", "UnsqueezeBackward0"]
     assert "wrote repeat_vs_broadcast.html" in text
     assert (kernel_env / "repeat_vs_broadcast.html").stat().st_size > 10_000
     html = [o["data"]["text/html"] for c in nb.cells for o in outputs(c) if "text/html" in o.get("data", {})]

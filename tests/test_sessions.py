@@ -154,6 +154,32 @@ class Mine(torch.nn.Module):
         return self.mine(x)  # line M
 
 
+def test_module_hooks_leave_for_a_compiled_call_only_when_no_other_thread_holds_them() -> None:
+    """While trace/profile run a ``torch.compile(function)``, the global module hooks are taken out of torch's
+    dicts (torch 2.4 guards the compiled frame on them being empty: it would compile it again), then put back;
+    never while another thread holds them (its module stack would go blind), and never put back for nobody."""
+    assert clean_state() == []
+    mine, theirs = object(), object()
+    module_hooks.add_listener(None, mine)
+    try:
+        assert module_hooks._installed()
+        assert module_hooks.suspend() and not module_hooks._installed()
+        module_hooks.resume()
+        assert module_hooks._installed()
+        t = threading.Thread(target=module_hooks.add_listener, args=(None, theirs))
+        t.start(), t.join(30)
+        assert module_hooks.MODULE_HOOKS.users == 2
+        assert not module_hooks.suspend() and module_hooks._installed()
+        t = threading.Thread(target=module_hooks.remove_listener, args=(None, theirs))
+        t.start(), t.join(30)
+        assert module_hooks.suspend() and not module_hooks._installed()
+    finally:
+        module_hooks.remove_listener(None, theirs)
+        module_hooks.remove_listener(None, mine)
+    module_hooks.resume()  # after the last user left: nothing comes back
+    assert clean_state() == []
+
+
 def test_trace_records_only_its_own_threads_ops_and_modules() -> None:
     go, busy = threading.Event(), threading.Event()
     stop = threading.Event()

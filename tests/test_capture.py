@@ -9,6 +9,7 @@ import networkx as nx
 import pytest
 import torch
 from gw_functions import Square
+from torch_facts import HAS_INPUT_METADATA, SEED_NODES, full_slices
 
 import graphwidget as gw
 from graphwidget import examples as ex
@@ -73,7 +74,9 @@ def test_shared_subgraph_appears_once_and_ids_are_deterministic():
     assert g1.nx.out_degree(exp_id) == 2  # feeds mul and sin
     mul_id = g1.nodes(op="MulBackward0")[0]
     e = g1.nx.edges[exp_id, mul_id]  # a * a: one edge, both slots kept
-    assert e["slot"] == 0 and e["also"] == [{"output": 0, "slot": 1, "shape": [4], "dtype": "float32"}]
+    # torch < 2.5: exp's output shape is unknown to a plain capture (no _input_metadata, mul saves no size)
+    shape, dtype = ([4], "float32") if HAS_INPUT_METADATA else (None, None)
+    assert e["slot"] == 0 and e["also"] == [{"output": 0, "slot": 1, "shape": shape, "dtype": dtype}]
     assert g1.to_json() == g2.to_json()
 
 
@@ -95,8 +98,10 @@ def test_homography_repeat_shows_the_big_tensors():
     inp = ex.homography_inputs()
     ga = gw.capture(ex.homography_repeat(**inp))
     gb = gw.capture(ex.homography_broadcast(**ex.homography_inputs()))
-    # the repeat version has FEWER nodes ...
-    assert len(ga) < len(gb)
+    assert (len(ga), len(gb)) == SEED_NODES
+    # the repeat version has FEWER nodes (torch < 2.5 adds a full slice per `:`, two per select chain in it, one in
+    # the broadcast version: set aside, the rest is the same graph as on torch >= 2.5) ...
+    assert len(ga) - len(full_slices(ga)) < len(gb) - len(full_slices(gb))
     # ... but its selects operate on the repeated (8, 16384, 3, 3) tensor: visible in the node data
     sel = [ga.node(n) for n in ga.nodes(op="SelectBackward0")]
     big = [d for d in sel if d["attrs"]["self_sym_sizes"] == [8, 16384, 3, 3]]
@@ -268,8 +273,11 @@ def test_double_backward_graph():
 def test_complex_and_sparse_tensors():
     z = torch.randn(4, dtype=torch.complex64, requires_grad=True)
     g = gw.capture((z * z.conj()).real.sum())
-    dtypes = {o["dtype"] for _, d in g.nx.nodes(data=True) for o in d["outputs"] if o}
+    # a non-leaf's outputs are null on torch < 2.5 where no consumer saved their size
+    dtypes = {o["dtype"] for _, d in g.nx.nodes(data=True) for o in d["outputs"] or () if o}
     assert "complex64" in dtypes
+    mul = g.node(g.nodes(op="MulBackward0")[0])
+    assert {s["dtype"] for s in mul["saved"]} == {"complex64"}
     i = torch.tensor([[0, 1], [1, 0]])
     s = torch.sparse_coo_tensor(i, torch.tensor([1.0, 2.0]), (2, 2), requires_grad=True, check_invariants=True)
     w = torch.randn(2, 2, requires_grad=True)

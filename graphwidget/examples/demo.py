@@ -2,9 +2,9 @@
 
 It tells the seed story end to end with :func:`graphwidget.compare`: the ``repeat`` and broadcast versions of the
 homography warp compute the same thing (checked: outputs and gradients), their graphs (node counts mislead: the repeat
-version has fewer nodes), the sizes that tell the truth, the backward times measured interleaved with their interval,
-and what the matching says changed. It writes ``out/demo.html`` (the two graphs side by side, offline) and the
-per-graph viewers and JSON.
+version has fewer nodes, or about as many on torch < 2.5, which records every full slice), the sizes that tell the
+truth, the backward times measured interleaved with their interval, and what the matching says changed. It writes
+``out/demo.html`` (the two graphs side by side, offline) and the per-graph viewers and JSON.
 
 Its words follow its numbers: the timing sentence is chosen from the interval of the backward ratio, so a loaded
 machine that blurs the difference gets "no measurable difference", never a speed-up.

@@ -15,7 +15,9 @@
    b. *chains* — below a matched pair, the same input slot leads on both sides to unmatched nodes: they are matched
       in step while their ops agree; where they part, the two chains of single-input nodes (up to
       :data:`CHAIN_MAX`) are aligned by the longest common subsequence of their ops when both end at the same
-      matched node (an inserted ``unsqueeze`` or a removed ``repeat`` leaves the rest of the chain matched);
+      matched node (an inserted ``unsqueeze`` or a removed ``repeat`` leaves the rest of the chain matched; among
+      the longest, the pairs agreeing on most attributes; chains of different lengths are aligned whole, not in
+      step);
    c. when (a) and (b) find nothing: *Dice* — an unmatched node next to matched ones is matched to the unmatched
       node of the same op with the highest share of matched neighbours in common (``2·common / (|N(a)| + |N(b)|)
       ≥`` :data:`MIN_DICE`); ties go to the same source line (or code), then to creation order (``seq``).
@@ -455,16 +457,26 @@ def _chains(m: Matching, rank: List[int]) -> None:
         slots_b = {s: p for s, _, p in B.preds[y]}
         for s, _, p in A.preds[x]:
             q = slots_b.get(s)
-            if q is None:
+            if q is None or ab[p] >= 0 or ba[q] >= 0:
                 continue
-            p, q = _lockstep(m, p, q)
-            if p < 0 or ab[p] >= 0 or ba[q] >= 0:
-                continue
-            ca, ea = _walk_up(A, ab, p)
-            cb, eb = _walk_up(B, ba, q)
+            if A.op[p] == B.op[q]:
+                # Matching in step would pair the first of two like nodes with the only one on the other side
+                # (h[:, :, i] vs h[:, i] on torch < 2.5: two full slices vs one): when two chains of different
+                # lengths end at the same matched node, align them whole instead.
+                ca, ea = _walk_up(A, ab, p)
+                cb, eb = _walk_up(B, ba, q)
+                if ea < 0 or eb < 0 or ab[ea] != eb or len(ca) == len(cb):
+                    p, q = _lockstep(m, p, q)
+                    if p < 0 or ab[p] >= 0 or ba[q] >= 0:
+                        continue
+                    ca, ea = _walk_up(A, ab, p)
+                    cb, eb = _walk_up(B, ba, q)
+            else:
+                ca, ea = _walk_up(A, ab, p)
+                cb, eb = _walk_up(B, ba, q)
             if (ea >= 0) != (eb >= 0) or (ea >= 0 and ab[ea] != eb):
                 continue  # the chains do not lead to the same place
-            for a, b in _lcs(ca, cb, A.op, B.op):
+            for a, b in _lcs(ca, cb, A, B):
                 if ab[a] < 0 and ba[b] < 0:
                     m.add(a, b, "chain")
 
@@ -482,22 +494,33 @@ def _lockstep(m: Matching, p: int, q: int) -> Tuple[int, int]:
     return p, q
 
 
-def _lcs(ca: Sequence[int], cb: Sequence[int], opa: List[str], opb: List[str]) -> List[Tuple[int, int]]:
-    """Longest common subsequence of two chains' ops; the aligned pairs, nearest the matched end preferred."""
+def _lcs(ca: Sequence[int], cb: Sequence[int], A: _Side, B: _Side) -> List[Tuple[int, int]]:
+    """Longest common subsequence of two chains' ops; among the longest, the one whose pairs agree on the most
+    attributes (of two full slices, the one along the same dim), then the pairs nearest the matched end."""
+    opa, opb = A.op, B.op
     la, lb = len(ca), len(cb)
     if la == lb and all(opa[x] == opb[y] for x, y in zip(ca, cb)):
         return list(zip(ca, cb))  # the usual case: nothing inserted or removed
-    # table[i][j]: LCS length of ca[i:] and cb[j:]
+    # one more pair of the same op outweighs any number of agreeing attributes: the common length comes first
+    pair = 1 + min(la, lb) * max([len(A.recs[x].get("attrs") or ()) for x in ca] or [0])
+
+    def weight(x: int, y: int) -> int:
+        if opa[x] != opb[y]:
+            return 0
+        ax, ay = A.recs[x].get("attrs") or {}, B.recs[y].get("attrs") or {}
+        return pair + sum(1 for k, v in ax.items() if k in ay and ay[k] == v)
+
+    # table[i][j]: best score of ca[i:] and cb[j:]
     table = [[0] * (lb + 1) for _ in range(la + 1)]
+    w = [[weight(x, y) for y in cb] for x in ca]
     for i in range(la - 1, -1, -1):
-        row, nxt = table[i], table[i + 1]
-        oa = opa[ca[i]]
+        row, nxt, wi = table[i], table[i + 1], w[i]
         for j in range(lb - 1, -1, -1):
-            row[j] = nxt[j + 1] + 1 if oa == opb[cb[j]] else max(nxt[j], row[j + 1])
+            row[j] = max(nxt[j + 1] + wi[j] if wi[j] else 0, nxt[j], row[j + 1])
     out = []
     i = j = 0
     while i < la and j < lb:
-        if opa[ca[i]] == opb[cb[j]] and table[i][j] == table[i + 1][j + 1] + 1:
+        if w[i][j] and table[i][j] == table[i + 1][j + 1] + w[i][j]:
             out.append((ca[i], cb[j]))
             i += 1
             j += 1

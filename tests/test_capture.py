@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 import torch
 from gw_functions import Square
-from torch_facts import HAS_INPUT_METADATA, SEED_NODES, full_slices
+from torch_facts import HAS_INPUT_METADATA, HAS_SAVED_HOOK_FACTS, SEED_NODES, full_slices
 
 import graphwidget as gw
 from graphwidget import examples as ex
@@ -342,3 +342,23 @@ def test_containers_take_every_tensor_that_requires_grad_and_pass_over_the_rest(
     assert g.summary()["roots"] == 2
     mixed = gw.capture([a, 5, "label"])
     assert mixed.to_json() == gw.capture(a).to_json()
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+def test_saved_tensors_modified_in_place_are_stale_on_every_torch(engine: str):
+    """A saved tensor modified in place after the forward is there and stale (backward will fail), never dropped:
+    on torch >= 2.5 described from its raw data, on torch 2.4 (no SavedTensor.data) with its shape unknown."""
+    x = torch.randn(3, requires_grad=True)
+    a = x.exp()
+    y = (a * x).sum()
+    a.mul_(2)
+    g = gw.capture(y, engine=engine)
+    saved = {(d["op"], s["name"]): s for _, d in g.nx.nodes(data=True) for s in d["saved"]}
+    assert {k for k, s in saved.items() if s["stale"]} == {("MulBackward0", "self"), ("ExpBackward0", "result")}
+    assert not saved[("MulBackward0", "other")]["stale"] and saved[("MulBackward0", "other")]["shape"] == [3]
+    for key in (("MulBackward0", "self"), ("ExpBackward0", "result")):
+        assert not saved[key]["freed"]
+        assert saved[key]["shape"] == ([3] if HAS_SAVED_HOOK_FACTS else None)
+    assert gw.load_json(g.to_json()).summary()["saved_tensors_stale"] == 2
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

@@ -8,7 +8,16 @@ import torch
 
 from ..model import schema
 from .seq import NO_SEQ
-from .tensors import device_name, dtype_name, freed_record, is_stale_error, jsonable, packed_record, tensor_record
+from .tensors import (
+    device_name,
+    dtype_name,
+    freed_record,
+    is_stale_error,
+    jsonable,
+    packed_record,
+    stale_record,
+    tensor_record,
+)
 from .walk import Node, Walk
 
 _BackwardCFunction = torch.autograd.function.BackwardCFunction
@@ -101,6 +110,8 @@ class _Builder:
         for i, t in enumerate(values or ()):
             if isinstance(t, torch.Tensor):
                 saved.append(self.saved_tensor(f"{name}[{i}]", t, stale))
+            elif stale:  # torch < 2.5: no raw data to describe it by, but it is there and stale
+                saved.append(stale_record(f"{name}[{i}]"))
 
     def saved(self, fn: Node, info: _TypeInfo) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
         saved: List[Dict[str, Any]] = []
@@ -130,8 +141,8 @@ class _Builder:
             except RuntimeError as exc:
                 if is_stale_error(exc):
                     t = _data_of(raw)
-                    if isinstance(t, torch.Tensor):
-                        saved.append(self.saved_tensor(name, t, True))
+                    saved.append(self.saved_tensor(name, t, True) if isinstance(t, torch.Tensor)
+                                 else stale_record(name))  # torch < 2.5: no data to describe it by
                 else:
                     saved.append(freed_record(name))
                 continue

@@ -159,6 +159,15 @@ def packed_kind(unpack_hook: Any, data: Any) -> str:
     return "hooks"
 
 
+def stale_record(name: str) -> Dict[str, Any]:
+    """A saved tensor modified in place after it was saved, on a torch that cannot show its data without unpacking
+    it (torch < 2.5 has no ``SavedTensor.data``): it is there and stale (backward will fail), its shape unknown."""
+    rec = freed_record(name)
+    rec["freed"] = False
+    rec["stale"] = True
+    return rec
+
+
 def packed_record(name: str, raw: Any) -> Dict[str, Any]:
     """A saved tensor behind saved-tensor hooks (``raw`` is its ``torch._C._autograd.SavedTensor``).
 

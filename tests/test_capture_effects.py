@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
-from torch_facts import HAS_INPUT_METADATA, HAS_SAVED_HOOK_FACTS, needs_saved_data, needs_saved_hook_facts
+from torch_facts import HAS_INPUT_METADATA, HAS_SAVED_HOOK_FACTS, needs_saved_hook_facts
 
 import graphwidget as gw
 from graphwidget.capture import native
@@ -225,7 +225,6 @@ def test_hooked_and_stale_tensors_deep_in_a_chain_of_one_op():
 
 # -- stale saved tensors ------------------------------------------------------------------------------------------
 
-@needs_saved_data
 def test_saved_tensor_modified_in_place_is_stale_not_freed():
     x = torch.randn(3, requires_grad=True)
     a = x.exp()
@@ -234,14 +233,15 @@ def test_saved_tensor_modified_in_place_is_stale_not_freed():
     g = both(y)
     stale = [s for s in saved_records(g) if s["stale"]]
     assert {s["name"] for s in stale} == {"result", "self"}
-    assert all(not s["freed"] and s["shape"] == [3] and s["bytes"] == 12 for s in stale)
+    # torch < 2.5 has no SavedTensor.data and unpacking a stale tensor fails: it is named, its shape is unknown
+    shape, size = ([3], 12) if HAS_SAVED_HOOK_FACTS else (None, 0)
+    assert all(not s["freed"] and s["shape"] == shape and s["bytes"] == size for s in stale)
     s = g.summary()
     assert s["saved_tensors_stale"] == 2 and s["saved_tensors_freed"] == 0 and s["saved_bytes"] > 0
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()  # what "stale" promises
 
 
-@needs_saved_data
 def test_stale_list_and_custom_function_groups():
     class Keep(torch.autograd.Function):
         @staticmethod
@@ -266,6 +266,9 @@ def test_stale_list_and_custom_function_groups():
     custom = g.node(g.nodes(kind="custom")[0])
     assert [(s["name"], s["stale"]) for s in custom["saved"]] == [("saved_tensors[0]", True),
                                                                  ("saved_tensors[1]", True)]
+    # the shapes: read from the raw data, which torch < 2.5 does not expose (then unknown, never guessed)
+    shapes = [s["shape"] for s in index["saved"] + custom["saved"]]
+    assert shapes == ([[2], [4, 3], [3]] if HAS_SAVED_HOOK_FACTS else [None] * 3)
 
 
 def test_freed_is_still_freed():

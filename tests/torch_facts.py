@@ -63,8 +63,3 @@ def full_slices(graph: GradGraph) -> Set[int]:
             out.add(i)
     return out
 
-
-needs_saved_data = pytest.mark.skipif(
-    not HAS_SAVED_HOOK_FACTS,
-    reason="describes a saved tensor modified in place after it was saved: torch < 2.5's SavedTensor has no .data "
-           "and unpacking a stale one fails, so capture cannot read its shape and bytes")

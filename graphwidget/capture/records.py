@@ -329,7 +329,7 @@ def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
         d = g.nodes[u]
         if d.get("outputs") is not None or d.get("op") == "AccumulateGrad":
             continue
-        shapes = set()
+        shapes: Set[Optional[Tuple[int, ...]]] = set()
         meta: Optional[Dict[str, Any]] = None
         for _, v, e in g.out_edges(u, data=True):
             for item in [e, *(e.get("also") or ())]:
@@ -347,7 +347,9 @@ def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
             meta = next(({"dtype": e["dtype"]} for _, _, e in g.in_edges(u, data=True) if e.get("dtype")), None)
         if meta is None:
             continue
-        shape = list(shapes.pop())
+        only = shapes.pop()
+        assert only is not None  # excluded above
+        shape = list(only)
         d["outputs"] = [{"shape": shape, "dtype": meta["dtype"], "device": meta.get("device") or "cpu"}]
         for _, v, e in g.out_edges(u, data=True):
             for item in [e, *(e.get("also") or ())]:

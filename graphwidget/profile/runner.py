@@ -89,6 +89,33 @@ def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
     return ranked[drop:len(runs) - drop]
 
 
+def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, repeat: int, warmup: int,
+             device: torch.device, clock: Any, **meta: Any) -> None:
+    """Write the timed runs ``kept`` into ``graph``: per node ``fwd_ms``/``bwd_ms`` (median or mean over runs, by
+    ``stat``) and ``meta["timing"]``. The one place both :func:`profile` and the diff's interleaved timing
+    (:mod:`graphwidget.analysis.diff.interleave`) turn runs into numbers, so the two read alike; ``meta`` adds keys
+    (``interleaved=True``)."""
+    agg = median if stat == "median" else mean
+    nodes = graph.nx.nodes
+    for i, col in enumerate(zip(*(r.fwd for r in kept))):
+        nodes[i]["fwd_ms"] = agg(col)
+    if backward:
+        for i, col in enumerate(zip(*(r.bwd for r in kept))):
+            nodes[i]["bwd_ms"] = agg(col)
+    bsum = [sum(x for x in r.bwd if x is not None) for r in kept]
+    graph.meta["timed"] = True
+    graph.meta["timing"] = {
+        "forward_ms": agg([r.fwd_wall for r in kept]),
+        "backward_ms": agg([r.bwd_wall for r in kept]) if backward else None,
+        # per run: backward wall time minus the time inside nodes = the engine's own work between nodes
+        "unattributed_ms": agg([r.bwd_wall - b for r, b in zip(kept, bsum)]) if backward else None,
+        "repeat": repeat, "warmup": warmup, "device": str(device), "clock": clock.name, "stat": stat,
+        "runs_used": len(kept), "forward_ops_ms": agg([sum(x for x in r.fwd if x is not None) for r in kept]),
+        "backward_nodes_ms": agg(bsum) if backward else None,
+        **meta,
+    }
+
+
 def structure_error(k: Any, ref: Run, run: Run) -> ValueError:
     i = first_difference(ref, run)
 
@@ -194,25 +221,9 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
         if backward:
             grads.finish(ok)
     assert graph is not None  # run 0 always captures the graph
-    kept = _kept_runs(runs, stat)
-    agg = median if stat == "median" else mean
+    annotate(graph, _kept_runs(runs, stat), stat=stat, backward=backward, repeat=repeat, warmup=warmup,
+             device=dev, clock=clock)
     nodes = graph.nx.nodes
-    for i, col in enumerate(zip(*(r.fwd for r in kept))):
-        nodes[i]["fwd_ms"] = agg(col)
-    if backward:
-        for i, col in enumerate(zip(*(r.bwd for r in kept))):
-            nodes[i]["bwd_ms"] = agg(col)
-    bsum = [sum(x for x in r.bwd if x is not None) for r in kept]
-    graph.meta["timed"] = True
-    graph.meta["timing"] = {
-        "forward_ms": agg([r.fwd_wall for r in kept]),
-        "backward_ms": agg([r.bwd_wall for r in kept]) if backward else None,
-        # per run: backward wall time minus the time inside nodes = the engine's own work between nodes
-        "unattributed_ms": agg([r.bwd_wall - b for r, b in zip(kept, bsum)]) if backward else None,
-        "repeat": repeat, "warmup": warmup, "device": str(dev), "clock": clock.name, "stat": stat,
-        "runs_used": len(kept), "forward_ops_ms": agg([sum(x for x in r.fwd if x is not None) for r in kept]),
-        "backward_nodes_ms": agg(bsum) if backward else None,
-    }
     if prof is not None and backward:
         from .cross_check import compare
         for i, v in enumerate(prof[0]):

@@ -23,7 +23,7 @@ from ...model.graph import GradGraph
 from ...profile.clocks import CpuClock, CudaClock
 from ...profile.grads import Grads
 from ...profile.hooks import Run, call_map
-from ...profile.runner import GC_PAUSE, _one_run, structure_error
+from ...profile.runner import GC_PAUSE, _one_run, annotate, structure_error
 
 LEVEL = 0.95
 VERDICTS = ("B faster", "B slower", "no measurable difference")
@@ -87,7 +87,8 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
     finally:
         GC_PAUSE.release(token)  # again (idempotent): an interrupt anywhere must not leave the collector off
     for s, g in zip(state, graphs):
-        _annotate(g, s.runs, repeat, dev, clock)
+        annotate(g, s.runs, stat="median", backward=True, repeat=repeat, warmup=1, device=dev, clock=clock,
+                 interleaved=True)
     pairs = [(a.bwd_wall, b.bwd_wall) for a, b in zip(state[0].runs, state[1].runs)]
     ratio = paired_ratio(pairs)
     low, high = bootstrap_interval(pairs, paired_ratio, level=LEVEL)
@@ -125,22 +126,3 @@ def _measure(s: _Side, clock: Any, guard: GradGuard, token: object, keep: bool, 
         s.runs.append(run)
     run.drop_nodes()
     run.calls = []
-
-
-def _annotate(graph: GradGraph, runs: List[Run], repeat: int, dev: torch.device, clock: Any) -> None:
-    """Per-node medians and the timing meta, as :func:`graphwidget.profile` writes them with ``stat="median"``."""
-    nodes = graph.nx.nodes
-    for i, col in enumerate(zip(*(r.fwd for r in runs))):
-        nodes[i]["fwd_ms"] = median(col)
-    for i, col in enumerate(zip(*(r.bwd for r in runs))):
-        nodes[i]["bwd_ms"] = median(col)
-    bsum = [sum(x for x in r.bwd if x is not None) for r in runs]
-    graph.meta["timed"] = True
-    graph.meta["timing"] = {
-        "forward_ms": median([r.fwd_wall for r in runs]),
-        "backward_ms": median([r.bwd_wall for r in runs]),
-        "unattributed_ms": median([r.bwd_wall - b for r, b in zip(runs, bsum)]),
-        "repeat": repeat, "warmup": 1, "device": str(dev), "clock": clock.name, "stat": "median",
-        "runs_used": len(runs), "forward_ops_ms": median([sum(x for x in r.fwd if x is not None) for r in runs]),
-        "backward_nodes_ms": median(bsum), "interleaved": True,
-    }

@@ -1,4 +1,5 @@
-"""One Chromium for the whole test session (Debian's chromium driven by Playwright; see shared/TESTING.md).
+"""Shared fixtures: one Chromium for the whole test session (Debian's chromium driven by Playwright; see
+shared/TESTING.md), and IPython's own test shell with graphwidget's magics loaded.
 
 Playwright's sync API allows one running instance per thread, so the browser tests and the JupyterLab tests share
 this one instead of each starting their own.
@@ -6,7 +7,7 @@ this one instead of each starting their own.
 from __future__ import annotations
 
 import shutil
-from typing import Any, Iterator
+from typing import Any, Callable, Dict, Iterator
 
 import pytest
 
@@ -28,3 +29,30 @@ def chromium() -> Iterator[Any]:
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="module")
+def ip() -> Iterator[Any]:
+    """IPython's test shell (one per process: start_ipython() returns None once another module started it) with
+    ``%load_ext graphwidget`` done."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+    shell = start_ipython() or get_ipython()
+    assert shell is not None
+    shell.run_line_magic("load_ext", "graphwidget")
+    yield shell
+
+
+@pytest.fixture()
+def user_ns(ip: Any) -> Iterator[Callable[[str], Dict[str, Any]]]:
+    """``user_ns(setup)`` runs ``setup`` in the shared shell and returns its user namespace; after the test the
+    namespace is put back as it was (for a test file's own ``ns`` fixture)."""
+    saved = dict(ip.user_ns)
+
+    def run(setup: str) -> Dict[str, Any]:
+        ip.run_cell(setup, store_history=False)
+        return ip.user_ns
+
+    yield run
+    ip.user_ns.clear()
+    ip.user_ns.update(saved)

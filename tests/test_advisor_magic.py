@@ -6,16 +6,13 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 
 
 @pytest.fixture(scope="module")
-def ip() -> Iterator[InteractiveShell]:
-    shell = start_ipython() or get_ipython()  # start_ipython() returns None when another test module called it
-    assert shell is not None
-    shell.run_line_magic("load_ext", "graphwidget")
+def ip(ip: InteractiveShell) -> Iterator[InteractiveShell]:
+    """The shared shell (conftest) with the seed's inputs defined."""
+    shell = ip
     shell.run_cell("import torch, graphwidget as gw\n"
                    "from graphwidget import examples as ex\n"
                    "inp = ex.homography_inputs(batch=2, height=32, width=32)\n", store_history=False)

@@ -6,13 +6,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from torch_facts import FULL_SLICES, SEED_NODES
 
 import graphwidget as gw
@@ -21,34 +19,22 @@ from graphwidget.views.gradcompare import split_words
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def ip() -> Iterator[InteractiveShell]:
-    shell = start_ipython() or get_ipython()  # start_ipython() returns None when another test module called it
-    assert shell is not None
-    shell.run_line_magic("load_ext", "graphwidget")
-    yield shell
-
-
 @pytest.fixture()
-def ns(ip: InteractiveShell) -> Iterator[dict]:
-    saved = dict(ip.user_ns)
-    ip.run_cell("import torch, graphwidget as gw\n"
-                "inputs = gw.examples.homography_inputs(2, 8, 8)\n"
-                "x = torch.randn(5, 4, requires_grad=True)\n"
-                "w = torch.randn(4, requires_grad=True)\n"
-                "def loop(x, w):\n"
-                "    y = x[:, 0] * w[0]\n"
-                "    for i in range(1, x.shape[1]):\n"
-                "        y = y + x[:, i] * w[i]\n"
-                "    return y.sum()\n"
-                "def vec(x, w):\n"
-                "    return (x * w).sum()\n"
-                "def plus(x, w):\n"
-                "    return (x * w).sum() + 1\n"
-                "number = 3\n", store_history=False)
-    yield ip.user_ns
-    ip.user_ns.clear()
-    ip.user_ns.update(saved)
+def ns(user_ns: Callable[[str], dict]) -> dict:
+    return user_ns("import torch, graphwidget as gw\n"
+                   "inputs = gw.examples.homography_inputs(2, 8, 8)\n"
+                   "x = torch.randn(5, 4, requires_grad=True)\n"
+                   "w = torch.randn(4, requires_grad=True)\n"
+                   "def loop(x, w):\n"
+                   "    y = x[:, 0] * w[0]\n"
+                   "    for i in range(1, x.shape[1]):\n"
+                   "        y = y + x[:, i] * w[i]\n"
+                   "    return y.sum()\n"
+                   "def vec(x, w):\n"
+                   "    return (x * w).sum()\n"
+                   "def plus(x, w):\n"
+                   "    return (x * w).sum() + 1\n"
+                   "number = 3\n")
 
 
 def run(ip: InteractiveShell, line: str) -> Any:

@@ -2,39 +2,25 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterator
+from typing import Any, Callable
 
 import pytest
 import torch
-from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 
 import graphwidget as gw
 from graphwidget.views.magics import GradGraphMagics, split_options
 
 
-@pytest.fixture(scope="module")
-def ip() -> Iterator[InteractiveShell]:
-    shell = start_ipython() or get_ipython()  # start_ipython() returns None when another test module called it
-    assert shell is not None
-    shell.run_line_magic("load_ext", "graphwidget")
-    yield shell
-
-
 @pytest.fixture()
-def ns(ip: InteractiveShell) -> Iterator[dict]:
+def ns(user_ns: Callable[[str], dict]) -> dict:
     """A fresh user namespace with a small graph in it: ``x`` (leaf), ``loss``, and a few non-graph values."""
-    saved = dict(ip.user_ns)
-    ip.run_cell("import torch, graphwidget as gw\n"
-                "x = torch.randn(5, requires_grad=True)\n"
-                "loss = (x.exp() * 2).sum()\n"
-                "plain = torch.ones(3)\n"
-                "number = 3\n", store_history=False)
-    yield ip.user_ns
-    ip.user_ns.clear()
-    ip.user_ns.update(saved)
+    return user_ns("import torch, graphwidget as gw\n"
+                   "x = torch.randn(5, requires_grad=True)\n"
+                   "loss = (x.exp() * 2).sum()\n"
+                   "plain = torch.ones(3)\n"
+                   "number = 3\n")
 
 
 def line(ip: InteractiveShell, text: str) -> Any:

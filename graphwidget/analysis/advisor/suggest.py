@@ -44,6 +44,16 @@ def _call_end(code: str, open_paren: int) -> Optional[int]:
     return None
 
 
+def _find_call(code: str, pattern: str) -> Optional[Tuple[int, int, int]]:
+    """The first call ``pattern`` (a regex ending in ``\\(``) matches: ``(start, args_start, end)``, ``end`` just past
+    its closing parenthesis; ``None`` when there is none or it is not closed on the line."""
+    m = re.search(pattern, code)
+    if not m:
+        return None
+    end = _call_end(code, m.end() - 1)
+    return None if end is None else (m.start(), m.end(), end)
+
+
 def drop_method(code: Optional[str], method: str) -> Optional[str]:
     """Remove every ``.method(...)`` call from ``code``: ``"h = homo.unsqueeze(1).repeat(1, n, 1, 1)"`` ->
     ``"h = homo.unsqueeze(1)"``. ``None`` when the line has no such call."""
@@ -69,13 +79,11 @@ def unwrap_function(code: Optional[str], func: str) -> Optional[str]:
     code = strip_comment(code)
     if not code:
         return None
-    m = re.search(rf"(?<![\w.]){re.escape(func)}\s*\(", code)
-    if not m:
+    call = _find_call(code, rf"(?<![\w.]){re.escape(func)}\s*\(")
+    if call is None:
         return None
-    end = _call_end(code, m.end() - 1)
-    if end is None:
-        return None
-    inner = code[m.end():end - 1]
+    start, args_start, end = call
+    inner = code[args_start:end - 1]
     first, depth, quote = [], 0, ""
     for ch in inner:
         if quote:
@@ -90,7 +98,7 @@ def unwrap_function(code: Optional[str], func: str) -> Optional[str]:
             break
         first.append(ch)
     arg = "".join(first).strip()
-    return code[:m.start()] + arg + code[end:] if arg else None
+    return code[:start] + arg + code[end:] if arg else None
 
 
 def remove_materialisation(code: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
@@ -116,12 +124,10 @@ def from_numpy_as_float32(code: Optional[str]) -> Optional[str]:
     code = strip_comment(code)
     if not code:
         return None
-    m = re.search(r"(?<![\w.])(?:torch\.)?from_numpy\s*\(", code)
-    if not m:
+    call = _find_call(code, r"(?<![\w.])(?:torch\.)?from_numpy\s*\(")
+    if call is None:
         return None
-    end = _call_end(code, m.end() - 1)
-    if end is None:
-        return None
+    end = call[2]
     return code[:end] + ".float()" + code[end:]
 
 
@@ -165,16 +171,17 @@ def call_argument(code: Optional[str], funcs: Tuple[str, ...], index: int) -> Op
     if not code:
         return None
     for func in funcs:
-        m = re.search(rf"(?<![\w]){re.escape(func)}\s*\(", code)
-        if not m:
+        pattern = rf"(?<![\w]){re.escape(func)}\s*\("
+        if not re.search(pattern, code):
             continue
-        end = _call_end(code, m.end() - 1)
-        if end is None:
+        call = _find_call(code, pattern)
+        if call is None:  # the call is not closed on this line
             return None
+        _, args_start, end = call
         args: List[str] = []
         cur: List[str] = []
         depth = 0
-        for ch in code[m.end():end - 1]:
+        for ch in code[args_start:end - 1]:
             if ch in "([{":
                 depth += 1
             elif ch in ")]}":

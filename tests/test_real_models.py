@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 import torch
+from torch_facts import HAS_SAVED_HOOK_FACTS, needs_saved_hook_facts
 
 import graphwidget as gw
 from graphwidget.capture import native
@@ -22,7 +23,7 @@ ENGINES = ["python", "native"] if native.available() or os.environ.get("GRAPHWID
     else ["python"]
 
 
-def gpt2(checkpointing: bool = False):
+def gpt2(checkpointing: bool = False, reentrant: bool = False):
     transformers.logging.set_verbosity_error()
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(0)
@@ -31,8 +32,12 @@ def gpt2(checkpointing: bool = False):
         model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=100))
     model.train()
     if checkpointing:  # what Hugging Face's Trainer turns on (renamed in transformers 5)
-        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
-        enable()
+        # transformers 4 defaults to the reentrant checkpoint (no saved-tensor hooks), 5 to the non-reentrant one
+        kwargs = {"use_reentrant": reentrant}
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     return model
 
 
@@ -56,11 +61,17 @@ def test_model_output_with_a_cache_is_captured_by_every_engine_and_stage():
     assert len(profiled) == len(g) and profiled.summary()["backward_ms"] > 0
 
 
-def test_checkpointed_gpt2_capture_recomputes_nothing_and_shows_less_saved():
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+def test_checkpointed_gpt2_capture_recomputes_nothing_and_shows_less_saved(reentrant: bool):
+    """Non-reentrant: saved tensors sit behind checkpoint's hooks and are described packed, never unpacked (needs
+    torch >= 2.5's SavedTensor.unpack_hook). Reentrant: a CheckpointFunctionBackward per block that saved only its
+    inputs: nothing to recompute, nothing packed."""
+    if not reentrant and not HAS_SAVED_HOOK_FACTS:
+        pytest.skip(needs_saved_hook_facts.kwargs["reason"])
     plain = gpt2()
     base = gw.capture(plain(ids(), labels=ids())).summary()
 
-    model = gpt2(checkpointing=True)
+    model = gpt2(checkpointing=True, reentrant=reentrant)
     calls = []
     for block in model.transformer.h:  # runs once per block forward, recompute included
         block.ln_1.register_forward_pre_hook(lambda *a: calls.append(1))
@@ -70,11 +81,16 @@ def test_checkpointed_gpt2_capture_recomputes_nothing_and_shows_less_saved():
         g = gw.capture(out, module=model, engine=engine)
         assert len(calls) == n, f"{engine}: capture re-ran a checkpointed block"
         s = g.summary()
-        assert s["saved_tensors_packed"] > 0
+        assert (s["saved_tensors_packed"] > 0) is not reentrant
         assert s["saved_bytes"] < base["saved_bytes"]
         assert s["saved_activation_bytes"] < base["saved_activation_bytes"]
         assert s["saved_parameter_bytes"] > 0  # the tied embedding, saved by the head outside the checkpoints
-        assert s["nodes"] == base["nodes"]
+        if reentrant:  # one opaque node per block in place of its ops
+            ops = [d["op"] for _, d in g.nx.nodes(data=True)]
+            assert ops.count("CheckpointFunctionBackward") == len(model.transformer.h)
+            assert s["nodes"] < base["nodes"]
+        else:
+            assert s["nodes"] == base["nodes"]
     out.loss.backward()
     assert len(calls) == n + len(model.transformer.h)  # backward recomputes each block once, as it should
 

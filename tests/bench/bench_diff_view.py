@@ -25,29 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 import diff_fixtures as dfx  # noqa: E402
-
-ARGS = ["--no-sandbox", "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
-API = "document.querySelector('.graphwidget-root').graphwidget"
+from chromium_page import API, ARGS, open_ready  # noqa: E402
 
 
 def load_once(browser: Any, path: Path) -> Dict[str, Any]:
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-    page = ctx.new_page()
-    cdp = ctx.new_cdp_session(page)
-    cdp.send("Performance.enable")
-    t0 = time.perf_counter()
-    page.goto(path.as_uri())
-    page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=120_000)
-    wall = time.perf_counter() - t0
-    info = page.evaluate(f"""async () => {{ const a = {API}; await a.ready;
+    info = open_ready(browser, path, f"""async () => {{ const a = {API}; await a.ready;
         return {{ t: a.timings, shown: [a.nodeCount('a'), a.nodeCount('b')] }}; }}""")
-    info["wall"] = wall
-    # CPU seconds spent by the page's main thread and by its renderer process (main thread + layout workers): on a
-    # shared machine the wall time grows with the load, these do not
-    m = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
-    info["thread_cpu"], info["process_cpu"] = m.get("ThreadTime", float("nan")), m.get("ProcessTime", float("nan"))
+    page, ctx = info.pop("page"), info.pop("ctx")
+    info.pop("cdp")
     # one counterpart selection deep inside a group: select on A, B follows (opens its groups, centres)
     t1 = time.perf_counter()
     page.evaluate(f"async () => {{ const a = {API}; await a.select(a.graphNodeCount('a') - 1, 'a'); await a.idle(); }}")

@@ -27,38 +27,22 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
+import chromium_page  # noqa: E402
 import fixtures as fx  # noqa: E402
 import model_graphs as mg  # noqa: E402
+from chromium_page import API, ARGS  # noqa: E402
 
 from graphwidget.views.assets import bundle_path  # noqa: E402
 from graphwidget.views.export import export_html  # noqa: E402
 
-ARGS = ["--no-sandbox", "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
-API = "document.querySelector('.graphwidget-root').graphwidget"
 SHAPES: Dict[str, Callable[[int], Dict[str, Any]]] = {
     "chain": fx.chain, "fan-in": fx.fanin, "random DAG": lambda n: fx.random_dag(n, seed=1),
 }
 
 
 def open_ready(browser: Any, path: Path) -> Dict[str, Any]:
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-    page = ctx.new_page()
-    cdp = ctx.new_cdp_session(page)
-    cdp.send("Performance.enable")
-    t0 = time.perf_counter()
-    page.goto(path.as_uri())
-    page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=120_000)
-    wall = time.perf_counter() - t0
-    info = page.evaluate(f"() => {{ const a = {API}; return {{ shown: a.nodeCount(), labels: a.labelCount ? a.labelCount() : null, t: a.timings }}; }}")
-    m = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
-    info["thread_cpu"], info["process_cpu"] = m.get("ThreadTime", float("nan")), m.get("ProcessTime", float("nan"))
-    info["wall"] = wall
-    info["page"] = page
-    info["ctx"] = ctx
-    info["cdp"] = cdp
-    return info
+    return chromium_page.open_ready(browser, path, f"() => {{ const a = {API}; return {{ shown: a.nodeCount(), "
+                                                 f"labels: a.labelCount ? a.labelCount() : null, t: a.timings }}; }}")
 
 
 def spread(xs: List[float]) -> str:

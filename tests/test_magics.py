@@ -284,3 +284,23 @@ def test_magic_result_displays_as_the_widget(ip: InteractiveShell, ns: dict) -> 
     g = line(ip, "loss")
     data, _ = ip.display_formatter.format(g)
     assert "application/vnd.jupyter.widget-view+json" in data
+
+
+def test_gw_trace_in_a_cell_names_the_cells_that_made_each_node(ip: InteractiveShell, ns: dict) -> None:
+    """Plain ``gw.trace`` (no magic) of a function defined in an earlier cell: each node says ``In[N]:line`` of the
+    cell whose line made it, as IPython's tracebacks do, not the kernel's opaque cache file name."""
+    ip.run_cell("def f(t):\n"
+                "    u = t.exp()\n"
+                "    return (u * 2).sum()\n", store_history=True)
+    defined = ip.execution_count - 1  # IPython counts up once a stored cell has run
+    ip.run_cell("g = gw.trace(f, x)\n", store_history=True)
+    traced = ip.execution_count - 1
+    assert traced == defined + 1
+    g = ns["g"]
+    by_op = {d["op"]: d for _, d in g.nx.nodes(data=True)}
+    assert by_op["ExpBackward0"]["source"] == f"In[{defined}]:2" and by_op["ExpBackward0"]["code"] == "u = t.exp()"
+    assert by_op["SumBackward0"]["source"] == f"In[{defined}]:3"
+    # a function from a real file keeps its path
+    from graphwidget import examples as ex
+    g2 = gw.trace(ex.homography_repeat, **ex.homography_inputs(batch=1, height=4, width=4))
+    assert all(d["source"].startswith(ex.homography.__file__) for _, d in g2.nx.nodes(data=True) if d["source"])

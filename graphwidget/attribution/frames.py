@@ -84,6 +84,32 @@ def short_path(fname: str) -> str:
     return short
 
 
+_CELLS: Dict[str, Optional[str]] = {}
+
+
+def cell_label(fname: str) -> Optional[str]:
+    """``"In[3]"`` for code an IPython/Jupyter cell compiled (its file is an opaque cache name such as
+    ``/tmp/ipykernel_123/1437797225.py``), as IPython's own tracebacks name it; ``None`` for a real file or outside
+    IPython. A cell's file is registered before the cell runs and never changes, so answers are kept."""
+    label = _CELLS.get(fname, "")
+    if label != "":
+        return label
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    name = getattr(getattr(shell, "compile", None), "format_code_name", None)  # IPython >= 8
+    try:
+        found = name(fname) if name is not None else None
+    except Exception:  # another IPython's compiler: say the file name
+        found = None
+    label = _CELLS[fname] = str(found[1]) if found else None
+    return label
+
+
+def user_source(fname: str, line: int) -> str:
+    """Where user code made a node: ``"path/to/file.py:12"``, or ``"In[3]:12"`` for a notebook cell."""
+    return f"{cell_label(fname) or fname}:{line}"
+
+
 def library_line(fname: str, line: int) -> Optional[str]:
     """``"torch/nn/functional.py:6093"`` for a line of library code, ``None`` for user code, graphwidget's own
     and torch's dispatch plumbing."""

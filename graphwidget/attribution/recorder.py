@@ -30,7 +30,7 @@ import torch
 from ..capture.roots import flat_tensors
 from ..capture.seq import next_seq
 from ..model.graph import GradGraph
-from .frames import library_frame, library_line, traced_lines, user_frame
+from .frames import library_frame, library_line, traced_lines, user_frame, user_source
 from .intercept import Interception, InterceptMode
 from .shared_patch import dynamo_skip
 
@@ -155,7 +155,7 @@ class Recorder:
         code: Optional[str]
         if frame is not None:
             fname, line = frame.f_code.co_filename, frame.f_lineno
-            source = f"{fname}:{line}"
+            source = user_source(fname, line)
             code = linecache.getline(fname, line).strip() or None
         else:
             source = code = None

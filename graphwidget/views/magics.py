@@ -233,7 +233,7 @@ class GradGraphMagics(Magics):
         rec = Recorder()
         with rec:
             value = eval(code, ns)
-        return self._finish(args, self._traced(rec, value, f"`{expr}`", module, title, ns, filename))
+        return self._finish(args, self._traced(rec, value, f"`{expr}`", module, title, ns))
 
     def _cell(self, args: argparse.Namespace, line: str, cell: str, module: Any, ns: Dict[str, Any]) -> GradGraph:
         source = self.shell.transform_cell(cell)
@@ -277,7 +277,7 @@ class GradGraphMagics(Magics):
             value = ns[args.output]
         if rec is None:
             return self._finish(args, self._capture(value, what, module, title, ns))
-        return self._finish(args, self._traced(rec, value, what, module, title, ns, filename))
+        return self._finish(args, self._traced(rec, value, what, module, title, ns))
 
     # -- helpers --------------------------------------------------------------------------------------------------
     def _module(self, expr: Optional[str], ns: Dict[str, Any]) -> Any:
@@ -308,25 +308,15 @@ class GradGraphMagics(Magics):
         """Register ``source`` in linecache (tracebacks and traced ``code`` read it) and return its file name."""
         return self.shell.compile.cache(source, self._cell_number())
 
-    def _label(self) -> str:
-        return f"In[{self._cell_number()}]"
-
     def _capture(self, value: Any, what: str, module: Any, title: str, ns: Dict[str, Any]) -> GradGraph:
         from ..capture.api import capture
         return capture(_check_value(value, what, ns), module=module, title=title)
 
-    def _traced(self, rec: Any, value: Any, what: str, module: Any, title: str, ns: Dict[str, Any],
-                filename: str) -> GradGraph:
+    def _traced(self, rec: Any, value: Any, what: str, module: Any, title: str, ns: Dict[str, Any]) -> GradGraph:
         from ..attribution.attach import attributed_capture
         _check_value(value, what, ns)
-        graph = attributed_capture(rec, value, module=module, title=title, who="%gradgraph")
-        # The cell's code has an opaque cache file name (/tmp/ipykernel_*/...py); show it as In[N]:line instead.
-        prefix, label = filename + ":", self._label()
-        for _, d in graph.nx.nodes(data=True):
-            src = d.get("source")
-            if src and src.startswith(prefix):
-                d["source"] = label + src[len(filename):]
-        return graph
+        # The cell's lines were cached under its In[N] (_cache): the recorder names them "In[N]:line" itself.
+        return attributed_capture(rec, value, module=module, title=title, who="%gradgraph")
 
     def _finish(self, args: argparse.Namespace, graph: GradGraph) -> GradGraph:
         if getattr(args, "advise", False):

@@ -350,3 +350,40 @@ def test_deep_graph_opens_with_nodes_on_screen(watched: Any, tmp_path: Path) -> 
             p.x > r.left && p.x < r.right && p.y > r.top && p.y < r.bottom).length; }}""")
     assert on_screen >= 5, f"only {on_screen} nodes on screen at first view"
     w.assert_clean()
+
+
+def test_inspector_says_packed_stale_and_the_library_line(watched: Any, tmp_path: Path) -> None:
+    """Real graphs: a checkpointed nn.Linear traced (its saved tensors packed, never unpacked; the line inside
+    torch.nn that made the addmm), and a saved tensor modified in place after the forward (stale)."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+    from torch_facts import HAS_SAVED_HOOK_FACTS
+
+    import graphwidget as gw
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(3, 4, requires_grad=True)
+    g = gw.trace(lambda t: checkpoint(lin, t, use_reentrant=False).sum(), x, module=lin)
+    addmm = next(iter(g.nodes(op="AddmmBackward0")))
+    d = g.node(addmm)
+    assert d["lib_source"] and d["lib_source"].startswith("torch/nn/modules/linear.py:")
+    w = open_export(watched, tmp_path, g, name="packed.html")
+    click_node(w.page, addmm)
+    text = api(w.page, "a.inspectorText()")
+    assert "library line" in text and d["lib_source"] in text
+    if HAS_SAVED_HOOK_FACTS:  # torch 2.4 has to unpack them (and says so): nothing packed there
+        assert {s["packed"] for s in d["saved"]} == {"checkpoint"}
+        assert "checkpointed" in text and "recomputed in backward, not held by the graph" in text
+    w.assert_clean()
+
+    a = x.exp()
+    y = (a * x).sum()
+    a.mul_(2)  # after the forward: the mul's saved `self` and the exp's `result` are stale now
+    g = gw.capture(y)
+    mul = next(iter(g.nodes(op="MulBackward0")))
+    assert [s["name"] for s in g.node(mul)["saved"] if s["stale"]] == ["self"]
+    w = open_export(watched, tmp_path, g, name="stale.html")
+    click_node(w.page, mul)
+    text = api(w.page, "a.inspectorText()")
+    assert "stale" in text and "modified in place after it was saved: backward through this node will fail" in text
+    w.assert_clean()

@@ -29,6 +29,8 @@ export function renderInspector(el: HTMLElement, model: GraphModel, hier: Hierar
     parts.push(section("Where", kvTable([
       ["module", n.module === null ? null : n.module === "" ? "(top level)" : n.module],
       ["source", n.source],
+      // a line inside a library (torch.nn...) that the user's line called: where the node was really made
+      ["library line", n.lib_source ?? null],
     ]), n.code ? h("pre", { class: "gw-code", text: n.code }) : null));
   }
 
@@ -51,10 +53,17 @@ export function renderInspector(el: HTMLElement, model: GraphModel, hier: Hierar
   if (n.saved.length) {
     // one small card per tensor: ten columns do not fit a side panel
     parts.push(section(`Saved tensors (${n.saved.length})`, ...n.saved.map((s) =>
-      h("div", { class: `gw-tensor${s.freed ? " gw-freed" : ""}` },
-        h("div", { class: "gw-tensor-name" }, h("code", { text: s.name }), s.freed ? h("span", { class: "gw-badge", text: "freed" }) : null),
+      h("div", { class: `gw-tensor${s.freed ? " gw-freed" : ""}${s.stale ? " gw-stale" : ""}` },
+        h("div", { class: "gw-tensor-name" }, h("code", { text: s.name }),
+          s.freed ? h("span", { class: "gw-badge", text: "freed" }) : null,
+          s.packed ? h("span", { class: "gw-badge gw-packed", text: s.packed === "checkpoint" ? "checkpointed" : "behind hooks" }) : null,
+          s.stale ? h("span", { class: "gw-badge gw-stale-badge", text: "stale" }) : null),
         kvTable([
-          ["shape", s.freed && !s.shape ? "— (freed by backward)" : formatShape(s.shape)],
+          ["shape", s.freed && !s.shape ? "— (freed by backward)" : s.packed && !s.shape ? "— (packed, not unpacked)" : formatShape(s.shape)],
+          // checkpoint recomputes it in backward; save_on_cpu and other hooks hold whatever their pack hook returned
+          ["packed", s.packed === "checkpoint" ? "by torch.utils.checkpoint: recomputed in backward, not held by the graph"
+            : s.packed === "hooks" ? "by saved-tensor hooks (save_on_cpu, your own): held wherever the pack hook put it" : null],
+          ["stale", s.stale ? "modified in place after it was saved: backward through this node will fail" : null],
           ["stride", s.stride ? formatShape(s.stride) : null],
           ["dtype", s.dtype], ["device", s.device],
           ["bytes", s.bytes === null ? null : formatBytesLong(s.bytes)],

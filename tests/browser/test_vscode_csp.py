@@ -85,11 +85,14 @@ def test_widget_renders_in_a_strict_csp_iframe_without_blob_workers(watched: Any
     info = inner.evaluate(f"""async () => {{ const a = {api}; await a.ready;
         return {{ worker: a.timings.worker, algorithm: a.timings.algorithm, nodes: a.nodeCount(), labels: a.labelCount(),
                   errors: window.errors, violations: window.violations,
-                  styled: getComputedStyle(document.querySelector('.gw-toolbar')).display }}; }}""")
+                  styled: getComputedStyle(document.querySelector('.gw-toolbar')).display,
+                  findingsStyled: getComputedStyle(document.querySelector('.graphwidget-root'))
+                    .getPropertyValue('--gw-fd-warning').trim() }}; }}""")
     assert info["worker"] == "main-thread", "the worker was refused: the layout ran on the main thread"
     assert info["nodes"] == len(graph["nodes"]) and info["labels"] > 0
     assert info["errors"] == [], f"errors in the webview: {info['errors']}"
     assert info["styled"] == "flex", "the stylesheet applies under style-src 'self' (constructed, not a <style>)"
+    assert info["findingsStyled"] == "#c2410c", "so does the Findings tab's own stylesheet"
     assert any(v.startswith("worker-src") for v in info["violations"]), "the CSP really refused the worker"
     assert all(v.startswith("worker-src") or v.startswith("style-src") for v in info["violations"]), info["violations"]
     # it works: a click on a node selects it and writes the trait back

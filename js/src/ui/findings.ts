@@ -10,6 +10,7 @@ import { LEVEL_INFO, LEVEL_RESOLVED, LEVEL_WARNING, shortSource } from "../model
 import { badgeColours } from "../canvas/badges";
 import { formatBytes, formatCount, formatMs, formatValue } from "../model/format";
 import { h, kvTable } from "./dom";
+import { injectCss } from "./styles";
 import css from "./findings.css";
 
 /** One list of findings: the graph's, or one side of a diff. */
@@ -193,13 +194,8 @@ export function findingsLegend(levels: ReadonlySet<number>, dark: boolean, resol
 
 const STYLE_ID = "graphwidget-findings-style";
 
-/** The tab's stylesheet, injected once per document or shadow root (like ui/styles.ts). */
+/** The tab's stylesheet, applied once per document or shadow root, the way ui/styles.ts applies the view's (a
+ * constructed stylesheet where the browser has them, so a strict CSP without inline styles still styles the tab). */
 export function injectFindingStyles(el: HTMLElement): void {
-  const root = el.getRootNode();
-  const host: ParentNode & Node = root instanceof ShadowRoot ? root : document.head ?? document.documentElement;
-  if ((host as ParentNode).querySelector?.(`#${STYLE_ID}`)) return;
-  const style = document.createElement("style");
-  style.id = STYLE_ID;
-  style.textContent = css;
-  host.appendChild(style);
+  injectCss(el, STYLE_ID, css);
 }

@@ -55,7 +55,9 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f'<meta name="generator" content="graphwidget {html.escape(__version__)}">\n'
         f"<title>{html.escape(str(page_title))}</title>\n"
-        "<style>html,body{margin:0;padding:0;background:#fff}"
+        # the page follows the reader's light/dark setting like the viewer does (charts keep their own white card)
+        "<style>html{color-scheme:light dark}html,body{margin:0;padding:0;background:#fff;color:#1f2328}"
+        "@media (prefers-color-scheme:dark){html,body{background:#111317;color:#e6edf3}}"
         f"#gw-root{{height:{height};border:0}}"
         ".gw-extra{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}</style>\n"
         "</head>\n<body>\n"

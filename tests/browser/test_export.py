@@ -387,3 +387,17 @@ def test_inspector_says_packed_stale_and_the_library_line(watched: Any, tmp_path
     text = api(w.page, "a.inspectorText()")
     assert "stale" in text and "modified in place after it was saved: backward through this node will fail" in text
     w.assert_clean()
+
+
+@pytest.mark.parametrize("scheme,dark", [("light", False), ("dark", True)])
+def test_export_page_follows_the_readers_colour_scheme(watched: Any, tmp_path: Path, scheme: str, dark: bool) -> None:
+    """Around the viewer (and under its charts) the page is light or dark as the reader's setting is, not always white."""
+    path = export_html(fx.mlp(2), tmp_path / "g.html", extra_html=["<p id='note'>notes</p>"])
+    w = watched(viewport={"width": 1000, "height": 700}, color_scheme=scheme)
+    w.page.goto(path.as_uri())
+    wait_ready(w.page)
+    bg = w.page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    text = w.page.evaluate("() => getComputedStyle(document.getElementById('note')).color")
+    lum = [sum(int(v) for v in c[c.index("(") + 1:c.index(")")].split(",")[:3]) for c in (bg, text)]
+    assert (lum[0] < 150) is dark and (lum[1] > 450) is dark, (bg, text)
+    w.assert_clean()

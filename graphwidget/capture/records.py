@@ -322,36 +322,45 @@ def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
     visited producers first, so an input filled here counts). Nothing is guessed where consumers disagree or none
     saved a size: those stay null. Edges out of a filled node get its shape/dtype (their consumers go in
     ``touched``). Returns how many nodes were filled."""
-    import networkx as nx
+    from ..model._digraph import adjacency, producers_first
 
+    node, succ, pred = adjacency(g)
+
+    def sized(v: Any) -> bool:
+        return isinstance((node[v].get("attrs") or {}).get("self_sym_sizes"), list)
+
+    # Only nodes some consumer saved the size of can be filled: none (the usual case), no ordering pass at all.
+    todo = {u for u, d in node.items()
+            if d.get("outputs") is None and d.get("op") != "AccumulateGrad" and any(sized(v) for v in succ[u])}
+    if not todo:
+        return 0
     count = 0
-    for u in nx.topological_sort(g):
-        d = g.nodes[u]
-        if d.get("outputs") is not None or d.get("op") == "AccumulateGrad":
+    for u in producers_first(g):
+        if u not in todo:
             continue
         shapes: Set[Optional[Tuple[int, ...]]] = set()
         meta: Optional[Dict[str, Any]] = None
-        for _, v, e in g.out_edges(u, data=True):
+        for v, e in succ[u].items():
             for item in [e, *(e.get("also") or ())]:
-                size = (g.nodes[v].get("attrs") or {}).get("self_sym_sizes") if item.get("slot") == 0 else None
+                size = (node[v].get("attrs") or {}).get("self_sym_sizes") if item.get("slot") == 0 else None
                 if item.get("output") != 0 or not isinstance(size, list):
                     shapes.add(None)
                     continue
                 shapes.add(tuple(size))
-                outs = g.nodes[v].get("outputs") or ()
+                outs = node[v].get("outputs") or ()
                 if meta is None and outs and outs[0] is not None:
                     meta = outs[0]
         if len(shapes) != 1 or None in shapes:
             continue
         if meta is None:
-            meta = next(({"dtype": e["dtype"]} for _, _, e in g.in_edges(u, data=True) if e.get("dtype")), None)
+            meta = next(({"dtype": e["dtype"]} for e in pred[u].values() if e.get("dtype")), None)
         if meta is None:
             continue
         only = shapes.pop()
         assert only is not None  # excluded above
         shape = list(only)
-        d["outputs"] = [{"shape": shape, "dtype": meta["dtype"], "device": meta.get("device") or "cpu"}]
-        for _, v, e in g.out_edges(u, data=True):
+        node[u]["outputs"] = [{"shape": shape, "dtype": meta["dtype"], "device": meta.get("device") or "cpu"}]
+        for v, e in succ[u].items():
             for item in [e, *(e.get("also") or ())]:
                 if item.get("shape") is None:
                     item["shape"], item["dtype"] = shape, meta["dtype"]

@@ -1,7 +1,7 @@
 """networkx's internals in one place: building a DiGraph straight from adjacency dicts (no per-attribute copies)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Tuple
+from typing import Any, Dict, Iterable, List, Tuple
 
 import networkx as nx
 
@@ -50,12 +50,31 @@ def adjacency(g: nx.DiGraph) -> Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, 
     return g._node, g._succ, g._pred
 
 
+def producers_first(g: nx.DiGraph) -> List[Any]:
+    """The nodes in a topological order (every edge's tail before its head), straight from the adjacency dicts:
+    Kahn's algorithm, several times faster than ``nx.topological_sort``'s views on 100k-node graphs."""
+    succ, pred = g._succ, g._pred
+    waiting = {n: len(ps) for n, ps in pred.items()}
+    ready = [n for n, k in waiting.items() if k == 0]
+    order: List[Any] = []
+    while ready:
+        n = ready.pop()
+        order.append(n)
+        for v in succ[n]:
+            waiting[v] -= 1
+            if waiting[v] == 0:
+                ready.append(v)
+    if len(order) != len(waiting):
+        raise ValueError("the graph has a cycle")
+    return order
+
+
 def dag_depth(g: nx.DiGraph) -> int:
     """Number of nodes on the longest path (0 for an empty graph); linear time, no recursion."""
     if g.number_of_nodes() == 0:
         return 0
     depth: Dict[Any, int] = {}
     pred = g._pred
-    for n in nx.topological_sort(g):
+    for n in producers_first(g):
         depth[n] = 1 + max((depth[p] for p in pred[n]), default=0)
     return max(depth.values())

@@ -1,13 +1,20 @@
 """Helpers for the real-JupyterLab tests: the server record, an offline Chromium page, and ``LabNotebook``."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
+import time
+import urllib.error
 import urllib.parse
+import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Iterator, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "graphwidget" / "static" / "widget.js"
@@ -28,6 +35,21 @@ def missing_prerequisite() -> Optional[str]:
         import playwright.sync_api  # noqa: F401
     except ImportError as exc:  # pragma: no cover - dev extras missing
         return f"{exc.name} not installed"
+    return None
+
+
+def missing_notebook7() -> Optional[str]:
+    """Why the Notebook 7 tests cannot run (``missing_prerequisite`` plus the ``notebook`` package), or None."""
+    reason = missing_prerequisite()
+    if reason is not None:
+        return reason
+    try:
+        import notebook
+    except ImportError:  # pragma: no cover - dev extras missing
+        return "notebook (Jupyter Notebook 7) not installed (pip install -e '.[dev]')"
+    major = str(getattr(notebook, "__version__", "0")).split(".")[0]
+    if not major.isdigit() or int(major) < 7:
+        return f"notebook {getattr(notebook, '__version__', '?')} is not Notebook 7 (pip install 'notebook>=7')"
     return None
 
 
@@ -58,6 +80,61 @@ class Lab:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
         except OSError:
             return ""
+
+
+@contextmanager
+def notebook7_server(base: Path, timeout: float = 60) -> Iterator[Lab]:
+    """A Jupyter Notebook 7 server (``jupyter notebook``) on loopback, set up like the ``lab`` fixture: free port,
+    token and password off, every Jupyter/IPython dir under ``base``, the announcements pop-up disabled, the app
+    exposed as ``window.jupyterapp``. Stopped by its PID (SIGTERM, then SIGKILL) on exit."""
+    root, config, runtime, data, ipython, settings, workspaces = (
+        base / d for d in ("root", "config", "runtime", "data", "ipython", "settings", "workspaces"))
+    for d in (root, config / "labconfig", runtime, data, ipython, settings, workspaces):
+        d.mkdir(parents=True, exist_ok=True)
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    env = dict(os.environ)
+    env.update({
+        "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_DATA_DIR": str(data),
+        "IPYTHONDIR": str(ipython),
+        # The kernel runs in the notebook's directory: make the working tree importable there.
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+    })
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = base / "server.log"
+    # The jupyterlab server extension runs inside the notebook server too: its news/update checks stay off.
+    cmd = [sys.executable, "-m", "jupyter", "notebook", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+           f"--port={port}", "--port-retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
+           f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           f"--JupyterNotebookApp.user_settings_dir={settings}",
+           f"--JupyterNotebookApp.workspaces_dir={workspaces}", "--expose-app-in-browser"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    server = Lab(url=url, root=root, log=log, proc=proc)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"jupyter notebook exited with {proc.returncode}:\n{server.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"jupyter notebook did not start in {timeout:.0f} s:\n{server.log_tail()}")
+            time.sleep(0.2)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 @dataclass

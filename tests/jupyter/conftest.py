@@ -9,18 +9,11 @@
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
-from lab_helpers import REPO, Lab, free_port, missing_prerequisite, new_offline_page
+from lab_helpers import Lab, jupyter_server, missing_prerequisite, new_offline_page
 
 
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
@@ -35,54 +28,8 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    base = tmp_path_factory.mktemp("lab")
-    root, config, runtime, data, ipython, settings, workspaces = (
-        base / d for d in ("root", "config", "runtime", "data", "ipython", "settings", "workspaces"))
-    for d in (root, config / "labconfig", runtime, data, ipython, settings, workspaces):
-        d.mkdir(parents=True)
-    (config / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    env = dict(os.environ)
-    env.update({
-        "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_DATA_DIR": str(data),
-        "IPYTHONDIR": str(ipython),
-        # The kernel runs in the notebook's directory: make the working tree importable there.
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
-    })
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = base / "server.log"
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-           f"--port={port}", "--port-retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
-           f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workspaces}",
-           "--expose-app-in-browser"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    server = Lab(url=url, root=root, log=log, proc=proc)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n{server.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter lab did not start in 60 s:\n{server.log_tail()}")
-            time.sleep(0.2)
+    with jupyter_server(tmp_path_factory.mktemp("lab"), "lab") as server:
         yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, Collection, Iterator, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "graphwidget" / "static" / "widget.js"
@@ -82,11 +82,36 @@ class Lab:
             return ""
 
 
+def as_point(pos: Any) -> Tuple[float, float]:
+    """A screen position from the widget's API (``{x, y}`` or ``[x, y]``) as floats."""
+    if isinstance(pos, dict):
+        return float(pos["x"]), float(pos["y"])
+    x, y = pos
+    return float(x), float(y)
+
+
+def clickable_node(nb: "LabNotebook", root: Any, skip: Collection[Any] = ()) -> Tuple[int, float, float]:
+    """A drawn node (none of ``skip``) whose screen position really is the view's canvas (no panel over it): its id
+    and where to click."""
+    for node in nb.api(root, "gw.visibleNodeIds()"):
+        if node in skip:
+            continue
+        pos = nb.api(root, "gw.nodeScreenPosition(arg)", node)
+        if pos is None:
+            continue
+        x, y = as_point(pos)
+        hit = root.evaluate("(el, [x, y]) => { const t = document.elementFromPoint(x, y);"
+                            " return !!t && t.tagName === 'CANVAS' && el.contains(t); }", [x, y])
+        if hit:
+            return int(node), x, y
+    raise AssertionError("no drawn node of the widget is under the pointer anywhere")
+
+
 @contextmanager
-def notebook7_server(base: Path, timeout: float = 60) -> Iterator[Lab]:
-    """A Jupyter Notebook 7 server (``jupyter notebook``) on loopback, set up like the ``lab`` fixture: free port,
-    token and password off, every Jupyter/IPython dir under ``base``, the announcements pop-up disabled, the app
-    exposed as ``window.jupyterapp``. Stopped by its PID (SIGTERM, then SIGKILL) on exit."""
+def jupyter_server(base: Path, app: str = "lab", timeout: float = 60) -> Iterator[Lab]:
+    """A JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``) server on loopback: free port, token and
+    password off, every Jupyter/IPython dir under ``base``, the announcements pop-up and news/update checks off, the
+    app exposed as ``window.jupyterapp``. Stopped by its PID (SIGTERM, then SIGKILL) on exit."""
     root, config, runtime, data, ipython, settings, workspaces = (
         base / d for d in ("root", "config", "runtime", "data", "ipython", "settings", "workspaces"))
     for d in (root, config / "labconfig", runtime, data, ipython, settings, workspaces):
@@ -103,13 +128,14 @@ def notebook7_server(base: Path, timeout: float = 60) -> Iterator[Lab]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = base / "server.log"
-    # The jupyterlab server extension runs inside the notebook server too: its news/update checks stay off.
-    cmd = [sys.executable, "-m", "jupyter", "notebook", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+    # Notebook 7 runs the jupyterlab server extension too: its news/update checks stay off the same way.
+    settings_of = "LabApp" if app == "lab" else "JupyterNotebookApp"
+    cmd = [sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root", "--ip=127.0.0.1",
            f"--port={port}", "--port-retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
            f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           f"--JupyterNotebookApp.user_settings_dir={settings}",
-           f"--JupyterNotebookApp.workspaces_dir={workspaces}", "--expose-app-in-browser"]
+           f"--{settings_of}.user_settings_dir={settings}", f"--{settings_of}.workspaces_dir={workspaces}",
+           "--expose-app-in-browser"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     server = Lab(url=url, root=root, log=log, proc=proc)
@@ -117,7 +143,7 @@ def notebook7_server(base: Path, timeout: float = 60) -> Iterator[Lab]:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"jupyter notebook exited with {proc.returncode}:\n{server.log_tail()}")
+                raise RuntimeError(f"jupyter {app} exited with {proc.returncode}:\n{server.log_tail()}")
             try:
                 with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
                     if r.status == 200:
@@ -125,7 +151,7 @@ def notebook7_server(base: Path, timeout: float = 60) -> Iterator[Lab]:
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter notebook did not start in {timeout:.0f} s:\n{server.log_tail()}")
+                raise RuntimeError(f"jupyter {app} did not start in {timeout:.0f} s:\n{server.log_tail()}")
             time.sleep(0.2)
         yield server
     finally:

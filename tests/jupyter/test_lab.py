@@ -2,10 +2,10 @@
 the browser, and ``%gradgraph`` renders. Offline: every non-loopback request is aborted and must not happen."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Iterator
 
 import pytest
-from lab_helpers import Lab, LabNotebook, new_offline_page
+from lab_helpers import Lab, LabNotebook, clickable_node, new_offline_page
 
 import graphwidget as gw
 
@@ -18,13 +18,6 @@ def homography_graph() -> gw.GradGraph:
     """The graph the notebook builds (ids are deterministic: same program, same ids)."""
     inp = gw.examples.homography_inputs(batch=2, height=16, width=16)
     return gw.capture(gw.examples.homography_repeat(**inp), title="homography")
-
-
-def as_point(pos: Any) -> Tuple[float, float]:
-    if isinstance(pos, dict):
-        return float(pos["x"]), float(pos["y"])
-    x, y = pos
-    return float(x), float(y)
 
 
 @pytest.fixture(scope="module")
@@ -64,21 +57,8 @@ def test_click_on_a_node_reaches_the_kernel(homography: Dict[str, Any]) -> None:
     page = nb.page
     root.scroll_into_view_if_needed()
     current = nb.api(root, "gw.selected()")
-    target = None
-    for node in nb.api(root, "gw.visibleNodeIds()"):
-        if node == current or node == homography["kernel_pick"]:
-            continue
-        pos = nb.api(root, "gw.nodeScreenPosition(arg)", node)
-        if pos is None:
-            continue
-        x, y = as_point(pos)
-        # Click only where the node is really under the pointer: the view's canvas, not a panel over it.
-        hit = root.evaluate("(el, [x, y]) => { const t = document.elementFromPoint(x, y);"
-                            " return !!t && t.tagName === 'CANVAS' && el.contains(t); }", [x, y])
-        if hit:
-            target = node
-            break
-    assert target is not None, "no drawn node of the widget is under the pointer anywhere"
+    # Click only where the node is really under the pointer: the view's canvas, not a panel over it.
+    target, x, y = clickable_node(nb, root, skip=(current, homography["kernel_pick"]))
     page.mouse.click(x, y)
     page.wait_for_function("([el, id]) => el.graphwidget.selected() === id", arg=[root.element_handle(), target],
                            timeout=10_000)

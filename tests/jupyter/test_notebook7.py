@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import urllib.parse
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List
 
 import pytest
-from lab_helpers import Lab, LabNotebook, missing_notebook7, new_offline_page, notebook7_server
+from lab_helpers import Lab, LabNotebook, clickable_node, jupyter_server, missing_notebook7, new_offline_page
 
 import graphwidget as gw
 
@@ -41,7 +41,7 @@ def homography_graph() -> gw.GradGraph:
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """One Notebook 7 server for this module (stopped by PID afterwards)."""
-    with notebook7_server(tmp_path_factory.mktemp("notebook7")) as server:
+    with jupyter_server(tmp_path_factory.mktemp("notebook7"), "notebook") as server:
         yield server
 
 
@@ -67,29 +67,6 @@ def opened(notebook7: Lab, browser: Any) -> Iterator[Dict[str, Any]]:
         nb.offline.assert_clean()
     finally:
         page.context.close()
-
-
-def as_point(pos: Any) -> Tuple[float, float]:
-    if isinstance(pos, dict):
-        return float(pos["x"]), float(pos["y"])
-    x, y = pos
-    return float(x), float(y)
-
-
-def clickable_node(nb: LabNotebook, root: Any, avoid: Optional[int]) -> Tuple[int, float, float]:
-    """A drawn node (not ``avoid``) whose screen position really is the view's canvas (no panel over it)."""
-    for node in nb.api(root, "gw.visibleNodeIds()"):
-        if node == avoid:
-            continue
-        pos = nb.api(root, "gw.nodeScreenPosition(arg)", node)
-        if pos is None:
-            continue
-        x, y = as_point(pos)
-        hit = root.evaluate("(el, [x, y]) => { const t = document.elementFromPoint(x, y);"
-                            " return !!t && t.tagName === 'CANVAS' && el.contains(t); }", [x, y])
-        if hit:
-            return int(node), x, y
-    raise AssertionError("no drawn node of the widget is under the pointer anywhere")
 
 
 def test_notebook7_is_the_notebook_app(opened: Dict[str, Any]) -> None:
@@ -122,7 +99,7 @@ def test_click_on_a_node_sets_selected_in_the_kernel(opened: Dict[str, Any]) -> 
     nb, root, g = opened["nb"], opened["root"], opened["graph"]
     page = nb.page
     root.scroll_into_view_if_needed()
-    target, x, y = clickable_node(nb, root, avoid=nb.api(root, "gw.selected()"))
+    target, x, y = clickable_node(nb, root, skip=(nb.api(root, "gw.selected()"),))
     page.mouse.click(x, y)
     page.wait_for_function("([el, id]) => el.graphwidget.selected() === id", arg=[root.element_handle(), target],
                            timeout=15_000)

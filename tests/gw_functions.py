@@ -19,6 +19,20 @@ class Square(torch.autograd.Function):
         return 2 * x * grad
 
 
+class Product(torch.autograd.Function):
+    """(x, w) -> x * w, saving both (two tensors in ``ctx.saved_tensors``, nothing else)."""
+
+    @staticmethod
+    def forward(ctx, x, w):  # type: ignore[override]
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        x, w = ctx.saved_tensors
+        return grad * w, grad * x
+
+
 class ScaledProduct(torch.autograd.Function):
     """(x, w) -> 2 * x * w, saving both and a non-tensor attribute (``ctx.scale``)."""
 

@@ -16,6 +16,7 @@ from typing import Any, Dict, List
 
 import pytest
 import torch
+from gw_functions import Product
 from torch.utils.checkpoint import checkpoint
 from torch_facts import HAS_INPUT_METADATA, HAS_SAVED_HOOK_FACTS, needs_saved_hook_facts
 
@@ -128,22 +129,11 @@ def test_checkpointed_graph_is_the_same_in_both_engines():
 
 @needs_saved_hook_facts
 def test_checkpointed_custom_function_is_packed_not_unpacked():
-    class Scale(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, w):
-            ctx.save_for_backward(x, w)
-            return x * w
-
-        @staticmethod
-        def backward(ctx, grad):
-            x, w = ctx.saved_tensors
-            return grad * w, grad * x
-
     calls = []
 
     def body(x, w):
         calls.append(1)
-        return Scale.apply(x, w).sin()
+        return Product.apply(x, w).sin()
 
     x, w = torch.randn(5, requires_grad=True), torch.randn(5, requires_grad=True)
     y = checkpoint(body, x, w, use_reentrant=False).sum()
@@ -243,23 +233,12 @@ def test_saved_tensor_modified_in_place_is_stale_not_freed():
 
 
 def test_stale_list_and_custom_function_groups():
-    class Keep(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, w):
-            ctx.save_for_backward(x, w)
-            return x * w
-
-        @staticmethod
-        def backward(ctx, grad):
-            x, w = ctx.saved_tensors
-            return grad * w, grad * x
-
     x = torch.randn(4, 3, requires_grad=True)
     idx = torch.tensor([0, 2])
     w = torch.randn(3)
-    y = x[idx].sum() + Keep.apply(x, w).sum()
+    y = x[idx].sum() + Product.apply(x, w).sum()
     idx.add_(1)  # IndexBackward0 saved it in a list
-    w.add_(1)    # Keep saved it
+    w.add_(1)    # Product saved it
     g = both(y)
     index = g.node(g.nodes(op="IndexBackward0")[0])
     assert [(s["name"], s["stale"]) for s in index["saved"]] == [("indices[0]", True)]

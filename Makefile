@@ -65,4 +65,4 @@ bench: setup
 
 clean:
 	-$(VPY) -m graphwidget build-native --clean
-	rm -rf $(VENV) js/node_modules graphwidget/static graphwidget/capture/_native/build out dist
+	rm -rf $(VENV) js/node_modules graphwidget/static out dist

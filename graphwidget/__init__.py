@@ -4,10 +4,11 @@
 >>> x = torch.randn(4, requires_grad=True)
 >>> g = gw.capture((x * 2).sum())
 
-The package is one folder per stage of the data's way — ``capture`` (torch objects -> graph), ``attribution``
-(source lines, module paths), ``profile`` (timings), ``model`` (the graph and its JSON form; torch-free),
-``analysis`` (summary, tables, diff, advisor; torch-free), ``views`` (widget, export, charts, magics) — and this
-module is its whole public surface.
+The package is one folder per stage of the data's way — ``capturing`` (torch objects -> graph), ``attribution``
+(source lines, module paths), ``profiling`` (timings), ``experiment`` (running two implementations, timing layouts),
+``model`` (the graph and its JSON form; torch-free), ``analysis`` (summary, tables, diff, advisor; torch-free),
+``views`` (widget, export, charts) — plus ``entry`` (command line, magics, the demo) at the top. This module is the
+whole public surface, and the one place that wires the stages together (docs/internals.md).
 """
 from __future__ import annotations
 
@@ -28,16 +29,19 @@ except ImportError:  # pragma: no cover - exercised by tests/test_house.py in a 
     _TORCH_ERROR: Any = "torch is not installed"
 else:
     _TORCH_ERROR = None
-    # The stages are subpackages named like the functions (graphwidget/capture/, graphwidget/profile/). Importing
-    # them here, once, binds the *functions* as this module's attributes for good: Python sets a parent's attribute
-    # only when a submodule is first loaded.
-    from . import attribution as _attribution
-    from . import capture as _capture_pkg
-    from . import profile as _profile_pkg
-    capture = _capture_pkg.capture
-    trace = _attribution.trace
-    profile = _profile_pkg.profile
     from . import examples
+    from .analysis.advisor.memory_layout import register_measurer as _register_measurer
+    from .attribution import trace
+    from .capturing import capture
+    from .capturing.native import engine as _core_engine
+    from .experiment.layout_timing import measure_call as _measure_call
+    from .model.writer import register_accelerator as _register_accelerator
+    from .profiling import profile
+
+    # The torch-free stages learn of the torch stages here, and only here: the model writes JSON faster with the
+    # compiled core, and the advisor's memory-layout rule measures with torch.
+    _register_accelerator(_core_engine.load)
+    _register_measurer(_measure_call)
 
 # Views pull in anywidget/ipywidgets/plotly and analyses need only the model: they load on first use.
 _LAZY = {
@@ -45,7 +49,7 @@ _LAZY = {
     "DiffWidget": ("views.diff_widget", "DiffWidget"),
     "export_html": ("views.export", "export_html"),
     "diff": ("analysis.diff", "diff"),
-    "compare": ("analysis.diff.compare", "compare"),
+    "compare": ("experiment.compare", "compare"),
     "Diff": ("analysis.diff", "Diff"),
     "advise": ("analysis.advisor", "advise"),
 }
@@ -81,5 +85,5 @@ def load_json(text: Any) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext graphwidget``: registers the ``%gradgraph`` / ``%%gradgraph`` magics (and ``%gradcompare``)."""
-    from .views.magics import register
+    from .entry.magics import register
     register(ipython)

@@ -1,6 +1,6 @@
-"""``python -m graphwidget demo`` / ``build-native``: see graphwidget.cli."""
+"""``python -m graphwidget``: see graphwidget/entry/cli.py."""
 import sys
 
-from .cli import main
+from .entry.cli import main
 
 sys.exit(main())

@@ -21,7 +21,7 @@ from torch.utils.checkpoint import checkpoint
 from torch_facts import HAS_INPUT_METADATA, HAS_SAVED_HOOK_FACTS, needs_saved_hook_facts
 
 import graphwidget as gw
-from graphwidget.capture import native
+from graphwidget.capturing import native
 
 ENGINES = ["python", "native"] if native.available() or os.environ.get("GRAPHWIDGET_REQUIRE_NATIVE") == "1" \
     else ["python"]
@@ -381,7 +381,7 @@ def test_new_saved_keys_round_trip_and_are_validated():
 _DEGRADED = textwrap.dedent("""
     import sys, warnings, torch, graphwidget as gw
     sys.path.insert(0, sys.argv[1])
-    from graphwidget.capture.records import MissingFactWarning
+    from graphwidget.capturing.compat import MissingFactWarning
     from test_capture_effects import _grads, _net, saved_records
     warnings.simplefilter("always")
     x = torch.randn(8, 16)

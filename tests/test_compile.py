@@ -20,7 +20,7 @@ import torch
 from gw_functions import Square
 
 import graphwidget as gw
-from graphwidget.profile.hooks import Run, instrument, same_structure
+from graphwidget.profiling.hooks import Run, instrument, same_structure
 
 dynamo = pytest.importorskip("torch._dynamo")
 from torch._dynamo.utils import counters  # noqa: E402

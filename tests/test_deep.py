@@ -37,7 +37,7 @@ def run(n: int, order: str, engine: str) -> subprocess.CompletedProcess:
 
 
 def engines() -> list:
-    from graphwidget.capture import native
+    from graphwidget.capturing import native
     return ["python", "native"] if native.available() else ["python"]
 
 
@@ -81,7 +81,7 @@ def test_the_crash_is_real_without_the_fix():
 def test_stack_guard_only_raises_the_soft_limit():
     script = textwrap.dedent("""
         import resource
-        from graphwidget.capture._deep_free import make_deep_free_safe, required_stack
+        from graphwidget.capturing._deep_free import make_deep_free_safe, required_stack
         soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
         assert make_deep_free_safe(100) is True
         assert resource.getrlimit(resource.RLIMIT_STACK) == (soft, hard)   # small graphs: untouched

@@ -13,7 +13,7 @@ from pathlib import Path
 from torch_facts import FULL_SLICES, SEED_NODES, full_slices
 
 import graphwidget as gw
-from graphwidget.examples.demo import run_demo
+from graphwidget.entry.demo import run_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,9 +16,9 @@ import torch.nn.functional as F
 from torch_facts import FULL_SLICES, full_slices
 
 import graphwidget as gw
-from graphwidget.analysis.diff.compare import CompareError
 from graphwidget.analysis.diff.fields import changed_fields, times_differ
-from graphwidget.analysis.diff.interleave import verdict
+from graphwidget.experiment.compare import CompareError
+from graphwidget.experiment.interleave import verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = gw.examples

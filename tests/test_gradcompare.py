@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from torch_facts import FULL_SLICES, SEED_NODES
 
 import graphwidget as gw
-from graphwidget.views.gradcompare import split_words
+from graphwidget.entry.gradcompare import split_words
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,7 +100,7 @@ def test_usage_errors_say_what_to_write(ip: InteractiveShell, ns: dict, line: st
 
 def test_a_raising_side_propagates_with_its_side(ip: InteractiveShell, ns: dict) -> None:
     ip.run_cell("def broken(x, w):\n    raise KeyError('oops')\n", store_history=False)
-    from graphwidget.analysis.diff.compare import CompareError
+    from graphwidget.experiment.compare import CompareError
     with pytest.raises(CompareError, match=r"side B \('broken'\) raised KeyError"):
         run(ip, "loop broken x w")
 

@@ -28,9 +28,9 @@ def _ts_array(name: str) -> list:
 
 
 def _cpp_keys() -> set:
-    text = (PKG / "capture" / "_native" / "common.h").read_text()
+    text = (PKG / "capturing" / "native" / "cpp" / "common.h").read_text()
     m = re.search(r"#define GW_KEYS\(X\)(.*?)\n#define", text, re.S)
-    assert m, "GW_KEYS not found in capture/_native/common.h"
+    assert m, "GW_KEYS not found in capturing/native/cpp/common.h"
     return set(re.findall(r"X\((\w+)\)", m.group(1)))
 
 
@@ -93,12 +93,15 @@ def test_public_surface_is_small_and_resolves():
     for name in gw.__all__:
         assert getattr(gw, name) is not None, name
     assert callable(gw.capture) and callable(gw.profile) and callable(gw.trace)
-    # stage folders are named like the functions: importing their modules never rebinds the functions
-    from graphwidget.capture import native  # noqa: F401
-    from graphwidget.profile import hooks  # noqa: F401
+    # no stage package is named like a public function, so importing a stage's module never rebinds a function and
+    # every module is reachable as an attribute (gw.capturing.native, not a shadowed gw.capture.native)
+    import graphwidget.capturing.native.builder  # noqa: F401
+    import graphwidget.profiling.hooks  # noqa: F401
     assert callable(gw.capture) and callable(gw.profile)
+    assert callable(gw.capturing.native.build) and gw.profiling.hooks.instrument
     public_modules = {n for n in dir(gw) if not n.startswith("_") and type(getattr(gw, n)).__name__ == "module"}
-    stages = {"model", "capture", "attribution", "profile", "analysis", "views", "examples", "cli"}
+    stages = {"model", "capturing", "attribution", "profiling", "experiment", "analysis", "views", "examples",
+              "entry"}
     assert public_modules <= stages, public_modules - stages
 
 

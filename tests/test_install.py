@@ -108,7 +108,7 @@ assert g.summary()["nodes"] == 4, g.summary()
 gw.export_html(g, sys.argv[1])
 text = open(sys.argv[1], encoding="utf-8").read()
 assert "graphwidgetViewer" in text and len(text) > 50_000
-from graphwidget.capture import native
+from graphwidget.capturing import native
 assert "site-packages" not in str(native.library_path())
 print("ok", gw.__version__)
 """

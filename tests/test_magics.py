@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import graphwidget as gw
-from graphwidget.views.magics import GradGraphMagics, split_options
+from graphwidget.entry.magics import GradGraphMagics, split_options
 
 
 @pytest.fixture()

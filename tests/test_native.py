@@ -1,4 +1,4 @@
-"""The compiled capture core (graphwidget/_native/capture.cpp) gives exactly the Python path's graph.
+"""The compiled capture core (graphwidget/capturing/native/cpp/capture.cpp) gives exactly the Python path's graph.
 
 Every program below is captured with ``engine="python"`` and ``engine="native"`` and the two JSON texts (node and
 edge order, key order, every value) must be equal. The programs cover what the capture tests cover (saved layouts,
@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 import graphwidget as gw
 from graphwidget import examples as ex
-from graphwidget.capture import native
-from graphwidget.capture.api import capture_raw
-from graphwidget.capture.seq import rank_seq_python
+from graphwidget.capturing import native
+from graphwidget.capturing.api import capture_raw
+from graphwidget.capturing.seq import rank_seq_python
 
 pytestmark = pytest.mark.skipif(
     not native.available() and os.environ.get("GRAPHWIDGET_REQUIRE_NATIVE") != "1",
@@ -318,7 +318,7 @@ def test_disabled_core_falls_back_and_native_engine_says_why(monkeypatch):
 def test_a_stale_build_is_not_loaded(tmp_path):
     """Another torch or another source means another library name: nothing built means Python, with the reason."""
     code = (
-        "from graphwidget.capture import native as n; import graphwidget as gw, torch\n"
+        "from graphwidget.capturing import native as n; import graphwidget as gw, torch\n"
         "print(n.available()); print(n.status()['reason'])\n"
         "print(len(gw.capture((torch.randn(2, requires_grad=True) * 2).sum())))\n"
     )
@@ -447,7 +447,7 @@ def test_deep_graph_walked_in_python_first_gets_the_stack_guard():
     """The core counts the nodes that already have a Python wrapper (user code walked next_functions): freeing those
     recurses inside torch, so the core raises the stack limit as the Python engine does. Without that count this
     died with SIGSEGV (exit 139) on the default 8 MiB stack."""
-    from graphwidget.capture._deep_free import required_stack
+    from graphwidget.capturing._deep_free import required_stack
     proc = subprocess.run([sys.executable, "-c", DEEP_WALKED], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
     assert "survived" in proc.stdout
@@ -473,9 +473,9 @@ def test_reading_nodes_leaves_their_python_wrappers_alone():
     for _ in range(200):
         z = z * 1.5
     mod = native.load()
-    from graphwidget.capture.api import _type_info
-    from graphwidget.capture.records import NATIVE_TEMPLATES
-    from graphwidget.capture.tensors import dtype_name, jsonable, packed_record, tensor_record
+    from graphwidget.capturing.engines import _type_info
+    from graphwidget.capturing.records import NATIVE_TEMPLATES
+    from graphwidget.capturing.tensors import dtype_name, jsonable, packed_record, tensor_record
     wrapped = mod.capture([z.grad_fn], {}, _type_info, jsonable, dtype_name, tensor_record, packed_record,
                           NATIVE_TEMPLATES, True)[5]
     assert wrapped <= 3, wrapped  # the root (z.grad_fn), the first MulBackward0 read, the leaf's AccumulateGrad

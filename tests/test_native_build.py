@@ -1,4 +1,4 @@
-"""The compiled core's loader and build (graphwidget/capture/native.py): where builds live, what a failed or refused
+"""The compiled core's loader and build (graphwidget/capturing/native/): where builds live, what a failed or refused
 build says, the load-time self-check, the one note at the first large capture, and the loud degradation on a torch
 that hides a fact (torch 2.4: no ``grad_fn._input_metadata``).
 
@@ -22,8 +22,8 @@ import pytest
 import torch
 
 import graphwidget as gw
-from graphwidget.capture import native
-from graphwidget.capture.records import MissingFactWarning, fill_outputs, missing_facts
+from graphwidget.capturing import native
+from graphwidget.capturing.compat import MissingFactWarning, fill_outputs, missing_facts
 
 OLD_TORCH = native.torch_version()[:2] < native.MIN_TORCH
 HAS_INPUT_METADATA = not missing_facts()
@@ -69,7 +69,7 @@ def test_search_order_env_dir_then_user_cache_then_system(monkeypatch, tmp_path)
     lib = tmp_path / "sys" / native.env_tag() / f"{native.module_name()}.so"
     lib.parent.mkdir(parents=True)
     lib.write_bytes(b"")
-    monkeypatch.setattr(native, "system_root", lambda: tmp_path / "sys")
+    monkeypatch.setattr(native.paths, "system_root", lambda: tmp_path / "sys")
     assert native.find_library() == lib
 
 
@@ -80,7 +80,7 @@ def test_pruning_never_touches_another_environment(tmp_path):
         (d / "gw_native_000000000000.so").write_bytes(b"old")
     keep = mine / "gw_native_111111111111.so"
     keep.write_bytes(b"new")
-    native._prune(mine, keep)
+    native.paths.prune(mine, keep)
     assert sorted(p.name for p in mine.iterdir()) == ["gw_native_111111111111.so"]
     assert (other / "gw_native_000000000000.so").read_bytes() == b"old"
 
@@ -95,7 +95,7 @@ def test_truncated_library_is_refused_in_a_child_process(tmp_path):
     data = src.read_bytes()
     broken.write_bytes(data[: len(data) // 3])
     with pytest.raises(native.BuildError, match="does not work"):
-        native._verify(broken, native.module_name())
+        native.builder._verify(broken, native.module_name())
 
 
 # -- refused or failing builds say what to do, without a traceback --------------------------------------------
@@ -187,7 +187,7 @@ def test_probe_does_not_touch_the_global_rng():
     torch.manual_seed(0)
     before = torch.rand(3)
     torch.manual_seed(0)
-    native._probe()
+    native.engine.probe()
     assert torch.equal(torch.rand(3), before)
 
 
@@ -195,7 +195,7 @@ def test_probe_does_not_touch_the_global_rng():
 
 _LARGE = textwrap.dedent("""
     import warnings, torch, graphwidget as gw
-    from graphwidget.capture import native
+    from graphwidget.capturing import native
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as seen:
         x = torch.ones(2, requires_grad=True)
@@ -262,7 +262,7 @@ def test_fill_outputs_restores_what_input_metadata_gives():
 
 _MISSING = textwrap.dedent("""
     import warnings, torch, graphwidget as gw
-    from graphwidget.capture.records import MissingFactWarning
+    from graphwidget.capturing.compat import MissingFactWarning
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as seen:
         for _ in range(2):
@@ -313,7 +313,7 @@ def test_missing_input_metadata_is_said_once_and_trace_fills_it(tmp_path):
 
 
 def test_doctor_names_missing_facts_of_this_torch():
-    from graphwidget import doctor
+    from graphwidget.entry import doctor
     r = doctor.report()
     assert r["facts"]["missing"] == missing_facts()
     assert json.loads(json.dumps(r)) == r

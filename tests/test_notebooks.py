@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 from torch_facts import FULL_SLICES, HAS_INPUT_METADATA, SEED_NODES
 
-from graphwidget.capture.records import missing_facts
+from graphwidget.capturing.compat import missing_facts
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "notebooks" / "demo.ipynb"

@@ -15,7 +15,7 @@ import torch
 from torch_facts import HAS_SAVED_HOOK_FACTS, needs_saved_hook_facts
 
 import graphwidget as gw
-from graphwidget.capture import native
+from graphwidget.capturing import native
 
 transformers = pytest.importorskip("transformers")
 

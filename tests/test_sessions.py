@@ -21,8 +21,8 @@ from gw_functions import Square
 
 import graphwidget as gw
 from graphwidget.attribution import function_apply, module_hooks, shared_patch
-from graphwidget.profile import clocks, runner
-from graphwidget.profile import hooks as phooks
+from graphwidget.profiling import clocks, runner
+from graphwidget.profiling import hooks as phooks
 
 F = torch.autograd.Function
 ORIGINAL_APPLY = function_apply._ORIGINAL

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 import graphwidget as gw
 from graphwidget import examples as ex
-from graphwidget.capture import native
-from graphwidget.capture.roots import root_nodes
-from graphwidget.profile.cross_check import profile_torch
-from graphwidget.profile.hooks import instrument
+from graphwidget.capturing import native
+from graphwidget.capturing.roots import root_nodes
+from graphwidget.profiling.cross_check import profile_torch
+from graphwidget.profiling.hooks import instrument
 
 CUDA_REASON = ("CUDA is not available on this machine, so the CUDA-event timing path (timing_hooks.CudaClock: events "
                "recorded in the hooks, one synchronise per run) is not exercised here")

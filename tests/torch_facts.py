@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graphwidget.capture.records import missing_facts
+from graphwidget.capturing.compat import missing_facts
 
 _MISSING = missing_facts()
 HAS_INPUT_METADATA = "_input_metadata" not in _MISSING

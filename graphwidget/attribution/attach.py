@@ -3,7 +3,7 @@ source line, code, module path and output strides (and forward time, when timed)
 
 Used by :func:`graphwidget.trace`, :func:`graphwidget.profile`, the torch.profiler cross-check and the magics. The
 order matters and lives only here: the recorder matches torch's *absolute* sequence numbers, so it annotates before
-:func:`~graphwidget.capture.seq.finalize_seq` ranks them.
+:func:`~graphwidget.capturing.api.finalize` ranks them.
 """
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from typing import Any, List, Optional
 import torch
 
 from .._util.gc import gc_paused
-from ..capture.api import capture_raw
-from ..capture.roots import grad_tensors
-from ..capture.seq import finalize_seq
+from ..capturing.api import capture_raw, finalize
+from ..capturing.roots import grad_tensors
 from ..model.graph import GradGraph
 from .recorder import Recorder
 
@@ -44,6 +43,6 @@ def attributed_capture(rec: Recorder, out: Any, *, fn: Any = None, module: Optio
     with gc_paused():
         graph = capture_raw(roots if len(roots) > 1 else roots[0], module=mod, title=title)
         rec.annotate(graph)
-        finalize_seq(graph)
+        finalize(graph)
     graph.output = out
     return graph

@@ -2,7 +2,7 @@
 started and stopped as one :class:`Interception`.
 
 Used by the attribution :class:`~graphwidget.attribution.recorder.Recorder` and the profile's
-:class:`~graphwidget.profile.op_timer.OpTimer`. Three rules, each from a bug:
+:class:`~graphwidget.profiling.op_timer.OpTimer`. Three rules, each from a bug:
 
 * **One mode class for everything** (:class:`InterceptMode`). torch.compile guards a compiled frame on the *types*
   on the torch-function mode stack, so a frame first run under our mode is compiled once more (from its caches:
@@ -23,7 +23,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..capture.seq import next_seq
+from ..capturing.seq import next_seq
 from .function_apply import Around, add_around, remove_around
 from .module_hooks import Post, Pre, add_listener, remove_listener, resume, suspend
 from .shared_patch import dynamo_compiling, dynamo_skip, hide_from_dynamo

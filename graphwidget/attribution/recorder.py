@@ -27,8 +27,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from ..capture.roots import flat_tensors
-from ..capture.seq import next_seq
+from ..capturing.roots import flat_tensors
+from ..capturing.seq import next_seq
 from ..model.graph import GradGraph
 from .frames import library_frame, library_line, traced_lines, user_frame, user_source
 from .intercept import Interception, InterceptMode
@@ -256,7 +256,7 @@ class Recorder:
         for call, n in last_of.values():
             graph.nx.nodes[n]["fwd_ms"] = call.ms
         if found:
-            from ..capture.records import fill_outputs
+            from ..capturing.compat import fill_outputs
             fill_outputs(graph, found)
         graph.meta["traced"] = True
         return attributed

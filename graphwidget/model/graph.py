@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import networkx as nx
 
-from . import io
+from . import writer
 from ._digraph import build_digraph, digraph_from_adjacency, node_dicts
 
 
@@ -125,11 +125,11 @@ class GradGraph:
     # -- JSON ---------------------------------------------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:
         """The JSON form as Python objects (see ``docs/schema.md``)."""
-        return io.to_dict(self)
+        return writer.to_dict(self)
 
     def to_json(self, indent: Optional[int] = None) -> str:
         """Serialise to the versioned JSON form; :func:`graphwidget.load_json` reads it back exactly."""
-        return io.to_json(self, indent)
+        return writer.to_json(self, indent)
 
     # -- conveniences that delegate (imported lazily: capture must not pay for analyses or the front end) --------
     def widget(self, **kwargs: Any) -> Any:

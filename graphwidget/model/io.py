@@ -1,83 +1,23 @@
-"""The JSON form of a graph (``docs/schema.md``): writing, reading, validating.
+"""Reading the JSON form of a graph (``docs/schema.md``): parsing, validating, building the :class:`GradGraph`.
 
-Writing and reading big graphs is faster with the compiled core (it writes the node/edge arrays and untracks parsed
-records from the cyclic GC). The model does not know the core: the capture stage registers it here as an
-*accelerator* when it is importable, and this module works the same, only slower, without it (and without torch).
+Writing lives in :mod:`.writer` (re-exported here). With the compiled core registered there, reading big graphs also
+untracks the parsed records from the cyclic GC; without it, the same graph is read, only slower.
 """
 from __future__ import annotations
 
 import json
 import re
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, List, Tuple
 
 from .._util.gc import gc_paused
 from . import schema
 from ._digraph import adjacency, build_digraph
+from .graph import GradGraph
+from .writer import register_accelerator, to_dict, to_json
+from .writer import registered_core as _core
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .graph import GradGraph
-
-#: A function returning the compiled core module (or None); set by :mod:`graphwidget.capture.native`.
-_accelerator: Optional[Callable[[], Any]] = None
-
-
-def register_accelerator(provider: Callable[[], Any]) -> None:
-    """Let :func:`to_json` / :func:`load_json` use the compiled core returned by ``provider()`` when it is built."""
-    global _accelerator
-    _accelerator = provider
-
-
-def _core() -> Any:
-    return _accelerator() if _accelerator is not None else None
-
-
-def to_dict(graph: "GradGraph") -> Dict[str, Any]:
-    """The JSON form as Python objects."""
-    node, succ, _ = adjacency(graph.nx)
-    out: Dict[str, Any] = {
-        "format": schema.FORMAT,
-        "version": schema.VERSION,
-        "meta": dict(graph.meta),
-        "nodes": [{"id": n, **{k: d.get(k) for k in schema.NODE_KEYS}} for n, d in node.items()],
-        "edges": [{"source": u, "target": v, **{k: d.get(k) for k in schema.EDGE_KEYS}}
-                  for u, nbrs in succ.items() for v, d in nbrs.items()],
-    }
-    if graph.findings is not None:
-        out["findings"] = graph.findings
-    return out
-
-
-def to_json(graph: "GradGraph", indent: Optional[int] = None) -> str:
-    """Serialise to the versioned JSON form; :func:`load_json` reads it back exactly."""
-    if indent is None and graph.findings is None:
-        fast = _to_json_native(graph)
-        if fast is not None:
-            return fast
-    with gc_paused():
-        try:
-            return json.dumps(to_dict(graph), indent=indent, separators=None if indent else (",", ":"),
-                              allow_nan=False)
-        except ValueError as exc:  # NaN / Infinity somewhere
-            raise ValueError(f"GradGraph.to_json: {exc}; a node attribute holds NaN or Infinity, which JSON "
-                             f"cannot carry. Set it to None.") from None
-
-
-def _to_json_native(graph: "GradGraph") -> Optional[str]:
-    """The same text as the json.dumps path, written by the compiled core without building :func:`to_dict` first;
-    None when the core is absent or a value is not plain JSON."""
-    mod = _core()
-    if mod is None:
-        return None
-    node, succ, _ = adjacency(graph.nx)
-    try:
-        nodes, edges = mod.json_arrays(node, succ, schema.NODE_KEYS, schema.EDGE_KEYS)
-    except mod.Unsupported:
-        return None
-    head = json.dumps({"format": schema.FORMAT, "version": schema.VERSION, "meta": dict(graph.meta)},
-                      separators=(",", ":"), allow_nan=False)
-    return f"{head[:-1]},\"nodes\":{nodes},\"edges\":{edges}}}"
-
+__all__ = ["load_json", "parse", "from_dict", "graph_from_parsed", "to_dict", "to_json", "register_accelerator"]
 
 class _Constant:
     """What ``NaN`` / ``Infinity`` / ``-Infinity`` parse to: found afterwards, so the error can say where it is."""
@@ -178,7 +118,7 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
     return doc
 
 
-def load_json(text: Any) -> "GradGraph":
+def load_json(text: Any) -> GradGraph:
     """Read a graph written by :meth:`GradGraph.to_json`.
 
     The document is validated against the schema first (:func:`graphwidget.model.schema.validate`): a broken or
@@ -191,7 +131,7 @@ def load_json(text: Any) -> "GradGraph":
         return graph_from_parsed(parse(text))
 
 
-def graph_from_parsed(data: Any, who: str = "graphwidget.load_json") -> "GradGraph":
+def graph_from_parsed(data: Any, who: str = "graphwidget.load_json") -> GradGraph:
     """:func:`from_dict`, then the parsed records are untracked from the cyclic GC (plain data, no cycles)."""
     g = from_dict(data, who)
     mod = _core()
@@ -201,9 +141,8 @@ def graph_from_parsed(data: Any, who: str = "graphwidget.load_json") -> "GradGra
     return g
 
 
-def from_dict(data: Any, who: str = "graphwidget.load_json") -> "GradGraph":
+def from_dict(data: Any, who: str = "graphwidget.load_json") -> GradGraph:
     """Build a :class:`GradGraph` from the JSON form already parsed into Python objects (validated first)."""
-    from .graph import GradGraph
     try:
         schema.validate(data)
     except schema.SchemaError as exc:

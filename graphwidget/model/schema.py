@@ -1,7 +1,7 @@
 """The one definition of graphwidget's JSON forms: keys, versions and :func:`validate`.
 
 Everything that writes or reads a graph goes through these names: :mod:`graphwidget.model` (networkx <-> JSON), the
-capture (its record templates), the compiled core (``capture/_native/common.h``, checked by a test), the front end
+capture (its record templates), the compiled core (``capturing/native/cpp/common.h``, checked by a test), the front end
 (``js/src/schema/types.ts``, checked by a test) and ``docs/schema.md``.
 
 Two documents share the module:

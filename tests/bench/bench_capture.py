@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
-from graphwidget.capture import native  # noqa: E402
-from graphwidget.capture._deep_free import make_deep_free_safe  # noqa: E402
+from graphwidget.capturing import native  # noqa: E402
+from graphwidget.capturing._deep_free import make_deep_free_safe  # noqa: E402
 
 
 def make_chain(n: int) -> torch.Tensor:
@@ -94,7 +94,7 @@ def main() -> None:
     ap.add_argument("--fan-in", type=int, nargs="*", default=[100_000, 200_000],
                     help="sizes k for the fan-in measurement (torch.cat of k leaves); none to skip")
     args = ap.parse_args()
-    # Freeing a deep graph that Python has walked recurses inside torch (see graphwidget/deep_free.py); the bare
+    # Freeing a deep graph that Python has walked recurses inside torch (see graphwidget/capturing/_deep_free.py); the bare
     # DFS below walks without graphwidget's protection, so grant the stack up front.
     make_deep_free_safe(max(args.sizes))
     core = "compiled core" if native.available() else f"NO compiled core ({native.status()['reason']})"

@@ -29,11 +29,11 @@ import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget import examples as ex  # noqa: E402
-from graphwidget.capture.roots import root_nodes  # noqa: E402
-from graphwidget.profile import clocks as T  # noqa: E402
-from graphwidget.profile.cross_check import profile_torch  # noqa: E402
-from graphwidget.profile.hooks import instrument
-from graphwidget.profile.op_timer import OpTimer  # noqa: E402
+from graphwidget.capturing.roots import root_nodes  # noqa: E402
+from graphwidget.profiling import clocks as T  # noqa: E402
+from graphwidget.profiling.cross_check import profile_torch  # noqa: E402
+from graphwidget.profiling.hooks import instrument
+from graphwidget.profiling.op_timer import OpTimer  # noqa: E402
 
 ns = time.perf_counter_ns
 

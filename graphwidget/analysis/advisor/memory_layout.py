@@ -23,7 +23,7 @@ import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import suggest
 from .context import Context
@@ -48,6 +48,19 @@ _FORMATS = ("contiguous", "channels_last", "channels_last_3d")
 #: How each op is called in user code (to name the argument in a suggestion).
 _FUNCS = {"ConvolutionBackward0": ("conv1d", "conv2d", "conv3d"), "MmBackward0": ("mm", "matmul"),
           "AddmmBackward0": ("linear", "addmm"), "BmmBackward0": ("bmm", "matmul")}
+
+
+#: What measures a call: ``Call -> (fastest alternative layout, its verdict)`` or ``None`` when none wins by
+#: :data:`MIN_GAIN` twice. The analysis stage runs no torch: ``graphwidget/__init__.py`` registers
+#: :func:`graphwidget.experiment.layout_timing.measure_call` here when torch is importable.
+Measurer = Callable[["Call"], Optional[Tuple[str, Any]]]
+_measurer: Optional[Measurer] = None
+
+
+def register_measurer(measurer: Optional[Measurer]) -> None:
+    """Let the rule measure candidate calls with ``measurer`` (``None``: never measure, so never report)."""
+    global _measurer
+    _measurer = measurer
 
 
 @dataclass
@@ -86,7 +99,7 @@ class Call:
         return sum(nbytes(o.shape, o.dtype) or 0 for o in self.operands)
 
 
-def _contiguous_strides(shape: Sequence[int]) -> List[int]:
+def contiguous_strides(shape: Sequence[int]) -> List[int]:
     out, acc = [0] * len(shape), 1
     for i in range(len(shape) - 1, -1, -1):
         out[i] = acc
@@ -142,7 +155,7 @@ def _operand(ctx: Context, v: int, name: str, slot: int) -> Optional[Operand]:
             if ctx.is_leaf(i.node):
                 st = (pd.get("tensor") or {}).get("stride")
             if not isinstance(st, list) or len(st) != len(i.shape):
-                st = _contiguous_strides(i.shape)
+                st = contiguous_strides(i.shape)
             return Operand(name, slot, list(i.shape), list(st), i.dtype or out_dtype or "float32", device, origin,
                            producer)
     return None
@@ -187,7 +200,7 @@ def _unusual(call: Call) -> bool:
     return any(not _blas_ok(o.shape, o.stride) for o in call.operands)
 
 
-def _layouts(call: Call) -> List[str]:
+def layouts(call: Call) -> List[str]:
     alts = ["contiguous"]
     if call.op == "ConvolutionBackward0" and len(call.operands[0].shape) in (4, 5):
         alts.append("channels_last" if len(call.operands[0].shape) == 4 else "channels_last_3d")
@@ -202,11 +215,7 @@ def find(ctx: Context) -> List[Finding]:
             call = _call(ctx, v)
             if call is not None and _unusual(call) and call.bytes <= MAX_BYTES:
                 calls[call.signature()].append(call)
-    if not calls:
-        return []
-    try:
-        import torch  # noqa: F401
-    except ImportError:  # a saved graph read without torch: nothing can be measured
+    if not calls or _measurer is None:  # no torch here (a saved graph read back): nothing can be measured
         return []
     out: List[Finding] = []
     deadline = time.perf_counter() + BUDGET_S
@@ -214,7 +223,7 @@ def find(ctx: Context) -> List[Finding]:
         if time.perf_counter() > deadline:
             break
         group = calls[sig]
-        result = _measure(group[0])
+        result = _measurer(group[0])
         if result is None:
             continue
         best, verdict = result
@@ -227,124 +236,8 @@ def find(ctx: Context) -> List[Finding]:
     return out
 
 
-#: Verdicts already measured in this process: (call signature, torch threads) -> result. advise() on the same graph
-#: (or another layer with the same call) does not measure again.
-_CACHE: Dict[Tuple[Any, ...], Optional[Tuple[str, Any]]] = {}
-
-
-def _measure(call: Call) -> Optional[Tuple[str, Any]]:
-    """The fastest alternative layout when it beats the captured one by MIN_GAIN twice in a row, else None."""
-    import torch
-    key = (call.signature(), torch.get_num_threads())
-    if key not in _CACHE:
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        _CACHE[key] = _measure_now(call)
-    return _CACHE[key]
-
-
-def _measure_now(call: Call) -> Optional[Tuple[str, Any]]:
-    from . import measure as m
-    try:
-        with m.state_guard():
-            variants, device = _variants(call)
-            if variants is None:
-                return None
-            first = m.compare(variants, device, rounds=ROUNDS, budget_ms=ROUND_BUDGET_MS,
-                              stop_below=1 / (1 + MIN_GAIN))
-            best = min(first.ratio, key=lambda n: first.ratio[n]) if first.ratio else None
-            if best is None or not _wins(first, best):
-                return None
-            if first.interval[best][1] < CLEAR_WIN:  # every resample at least this much faster: no second look
-                return best, first
-            second = m.compare(variants, device, rounds=ROUNDS, warmup=1, budget_ms=ROUND_BUDGET_MS,
-                               stop_below=1 / (1 + MIN_GAIN))
-            verdict = m.merge(first, second)
-            return (best, verdict) if _wins(verdict, best) else None
-    except (RuntimeError, ValueError, TypeError, NotImplementedError, MemoryError):
-        return None  # this op cannot be rebuilt here (dtype unsupported on this device, ...): say nothing
-
-
-def _wins(verdict: Any, name: str) -> bool:
-    ratio = verdict.ratio[name]
-    hi = verdict.interval[name][1]
-    return ratio <= 1 / (1 + MIN_GAIN) and hi < 1.0
-
-
-def _variants(call: Call) -> Tuple[Optional[Dict[str, Any]], Any]:
-    import torch
-
-    from . import measure as m
-    device = m.device_of(call.operands[0].device)
-    if device is None:
-        return None, None
-    gen = torch.Generator().manual_seed(0)
-    bases = []
-    for o in call.operands:
-        dt = m.dtype_of(o.dtype)
-        if dt is None or not dt.is_floating_point:
-            return None, None
-        t = m.strided(o.shape, o.stride, dt, device, gen)
-        bases.append(t.detach().requires_grad_(o.requires_grad))
-    dt0 = bases[0].dtype
-    bias = None
-    if call.bias_shape is not None:
-        bias = m.strided(call.bias_shape, _contiguous_strides(call.bias_shape), dt0, device, gen)
-        bias = bias.detach().requires_grad_(call.bias_grad)
-    fmt = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last,
-           "channels_last_3d": torch.channels_last_3d}
-
-    def op(xs: Sequence[Any]) -> Any:
-        a = call.attrs
-        if call.op == "ConvolutionBackward0":
-            return torch.ops.aten.convolution(xs[0], xs[1], bias, a["stride"], a["padding"], a["dilation"],
-                                              bool(a["transposed"]), a["output_padding"], int(a["groups"]))
-        if call.op == "MmBackward0":
-            return torch.mm(xs[0], xs[1])
-        if call.op == "BmmBackward0":
-            return torch.bmm(xs[0], xs[1])
-        assert bias is not None  # addmm always has one (its shape comes from the graph or mat2)
-        return torch.addmm(bias, xs[0], xs[1], beta=a.get("beta", 1), alpha=a.get("alpha", 1))
-
-    needs = [b for b in bases if b.requires_grad] + ([bias] if bias is not None and bias.requires_grad else [])
-    with torch.no_grad():
-        probe = op([b.detach() for b in bases])
-    grad_out = torch.randn(probe.shape, generator=gen, dtype=torch.float32).to(probe.dtype).to(device)
-    grad_out = grad_out.contiguous(memory_format=_format_of(probe))
-    variants: Dict[str, Any] = {"captured": m.grad_runner(lambda: op(bases), needs, grad_out)}
-    for layout in _layouts(call):
-        mf = fmt[layout]
-        if layout != "contiguous" and any(len(o.shape) != len(call.operands[0].shape) for o in call.operands):
-            continue
-        once: List[Any] = []
-        for o, b in zip(call.operands, bases):
-            if o.origin == "activation":
-                once.append(None)  # converted inside the timed call: the rewrite pays it every step
-            else:
-                once.append(b.detach().contiguous(memory_format=mf).requires_grad_(o.requires_grad))
-        alt_needs = [t for t in once if t is not None and t.requires_grad]
-        alt_needs += [b for o, b in zip(call.operands, bases) if o.origin == "activation"]
-        alt_needs += [bias] if bias is not None and bias.requires_grad else []
-
-        def make(once: List[Any] = once, mf: Any = mf) -> Any:
-            return op([t if t is not None else b.contiguous(memory_format=mf) for t, b in zip(once, bases)])
-        variants[layout] = m.grad_runner(make, alt_needs, grad_out)
-    if len(variants) < 2:
-        return None, None
-    return variants, device
-
-
-def _format_of(t: Any) -> Any:
-    import torch
-    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
-        return torch.channels_last
-    if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d) and not t.is_contiguous():
-        return torch.channels_last_3d
-    return torch.contiguous_format
-
-
 def _layout_text(o: Operand) -> str:
-    fmt = o.memory_format or ("contiguous" if o.stride == _contiguous_strides(o.shape) else "non-contiguous")
+    fmt = o.memory_format or ("contiguous" if o.stride == contiguous_strides(o.shape) else "non-contiguous")
     return f"{fmt.replace('_', '-')} (strides {tuple(o.stride)})"
 
 

@@ -114,7 +114,7 @@ class Diff:
 
     def figure(self, top: int = 12) -> Any:
         """A plotly figure: backward time (when profiled) and gradient bytes per op type, A vs B."""
-        from .figure import figure
+        from ...views.diff_figure import figure
         return figure(self, top=top)
 
     def report(self) -> str:

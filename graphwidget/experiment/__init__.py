@@ -1,0 +1,7 @@
+"""The experiment stage: running code to answer a question about it (needs torch).
+
+``compare`` (:func:`graphwidget.compare`: two implementations on copies of the same inputs: same maths? what changed?
+which is faster?), ``equivalence`` (outputs and gradients, tensor by tensor), ``interleave`` (timing two functions
+fairly, in interleaved rounds), ``layout_timing`` (one op in several operand layouts: the advisor's memory-layout
+measurements). It runs the capture, attribution and profiling stages and hands graphs to the torch-free analyses.
+"""

@@ -1,0 +1,266 @@
+"""Where the time goes: :func:`profile` runs a function (forward + backward) and times every autograd node.
+
+* **Backward**: a pre-hook and a post hook (``Node.register_prehook`` / ``register_hook``) on every node, tiny closures
+  that store one stamp each in a list slot, removed after the backward. CPU stamps are ``perf_counter_ns``; CUDA
+  stamps are events on the node's stream, read after one synchronise per run. Backward wall time minus the time
+  inside nodes is the engine's own work between them (scheduling, summing fanned-in gradients): ``unattributed_ms``.
+* **Forward**: a minimal ``TorchFunctionMode`` (plus a ``Function.apply`` wrapper) stamps each torch call that creates
+  nodes; nodes are matched to calls by autograd sequence number. :class:`graphwidget.trace.Recorder` (source line,
+  module path; ~15-20 µs a call) runs on the first run only.
+* **Repeats**: ``warmup`` + ``repeat`` runs, each a new call of ``fn``; nodes are matched across runs by their
+  deterministic ids (pre-order from the roots). Default statistic: drop the fastest and slowest quarter of the runs
+  whole and average the rest, so node times and engine time still add up (``stat="median"``: per-node medians).
+* **Cost**: while registering, torch's per-hook Python helper (an ``OrderedDict`` + ``RemovableHandle`` per call,
+  ~1 µs) is swapped for a lean one and the garbage collector is paused. Design and numbers: ``docs/timing.md``.
+"""
+from __future__ import annotations
+
+import gc
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+from .._util.stats import mean, median
+from ..attribution.attach import attributed_capture
+from ..attribution.recorder import Recorder
+from ..attribution.shared_patch import SharedPatch
+from ..capturing.roots import root_nodes
+from ..capturing.seq import next_seq
+from ..model.graph import GradGraph
+from .checks import guess_device, select_roots, structure_error
+from .clocks import CpuClock, CudaClock
+from .grads import Grads
+from .hooks import Run, call_map, instrument, same_structure
+from .op_timer import OpTimer
+
+_gc_was: List[Optional[bool]] = [None]  # the collector's state when the first profile paused it
+
+
+def _pause_gc() -> None:
+    if _gc_was[0] is None:
+        _gc_was[0] = gc.isenabled()  # saved before the change: an interrupt in between leaves nothing to undo
+    gc.disable()
+
+
+def _resume_gc() -> None:
+    was = _gc_was[0]
+    if was is not None:
+        if was:
+            gc.enable()
+        _gc_was[0] = None
+
+
+#: The collector paused while any profile (in any thread) does its bookkeeping; back as it was when the last ends.
+GC_PAUSE = SharedPatch("the garbage collector paused", _pause_gc, _resume_gc)
+
+
+def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
+    """``"iqm"``: the runs left after dropping the fastest and the slowest quarter by total wall time (whole runs, so
+    the survivors' node times and engine time still add up to their wall time). ``"median"``: all runs."""
+    if stat == "median":
+        return runs
+    drop = min((len(runs) - 1) // 2, int(len(runs) / 4 + 0.5))
+    ranked = sorted(runs, key=lambda r: r.fwd_wall + r.bwd_wall)
+    return ranked[drop:len(runs) - drop]
+
+
+def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, repeat: int, warmup: int,
+             device: torch.device, clock: Any, **meta: Any) -> None:
+    """Write the timed runs ``kept`` into ``graph``: per node ``fwd_ms``/``bwd_ms`` (median or mean over runs, by
+    ``stat``) and ``meta["timing"]``. The one place both :func:`profile` and the diff's interleaved timing
+    (:mod:`graphwidget.experiment.interleave`) turn runs into numbers, so the two read alike; ``meta`` adds keys
+    (``interleaved=True``)."""
+    agg = median if stat == "median" else mean
+    nodes = graph.nx.nodes
+    for i, col in enumerate(zip(*(r.fwd for r in kept))):
+        nodes[i]["fwd_ms"] = agg(col)
+    if backward:
+        for i, col in enumerate(zip(*(r.bwd for r in kept))):
+            nodes[i]["bwd_ms"] = agg(col)
+    bsum = [sum(x for x in r.bwd if x is not None) for r in kept]
+    graph.meta["timed"] = True
+    graph.meta["timing"] = {
+        "forward_ms": agg([r.fwd_wall for r in kept]),
+        "backward_ms": agg([r.bwd_wall for r in kept]) if backward else None,
+        # per run: backward wall time minus the time inside nodes = the engine's own work between nodes
+        "unattributed_ms": agg([r.bwd_wall - b for r, b in zip(kept, bsum)]) if backward else None,
+        "repeat": repeat, "warmup": warmup, "device": str(device), "clock": clock.name, "stat": stat,
+        "runs_used": len(kept), "forward_ops_ms": agg([sum(x for x in r.fwd if x is not None) for r in kept]),
+        "backward_nodes_ms": agg(bsum) if backward else None,
+        **meta,
+    }
+
+
+def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
+            stat: str = "iqm", cross_check: bool = False, device: Optional[Any] = None,
+            module: Optional[torch.nn.Module] = None, title: Optional[str] = None, **kwargs: Any) -> GradGraph:
+    """Run ``fn(*args, **kwargs)`` ``warmup + repeat`` times, forward and backward, and return its graph with the
+    forward time (``fwd_ms``) and backward time (``bwd_ms``) of every node over the repeats, plus everything
+    :func:`trace` records (source line, module path).
+
+    ``stat="iqm"`` (default): drop the fastest and slowest quarter of the runs (whole runs), average the rest per
+    node; node times + ``unattributed_ms`` then add up to ``backward_ms``, the same runs' mean wall time. (A per-node
+    median hides costs that move between nodes from run to run, such as the allocator faulting in fresh pages for
+    one big gradient or another: ~30 % of the homography backward.) ``stat="median"``: per-node medians over all
+    runs; robust per node, but the nodes no longer add up to the wall time.
+
+    ``fn`` returns the tensor to differentiate, or a dict/object with a ``loss`` tensor (that one is used), or a
+    (nested) list/tuple/dict of tensors (every one that requires grad is a root). Each root gets a gradient of ones,
+    i.e. backward of the sum of all their elements, in one ``torch.autograd.backward`` call.
+
+    After profiling, the ``.grad`` of every leaf is exactly what one plain ``fn(*args).backward()`` would have left
+    (the repeats do not accumulate); ``g.output`` is the last run's output (its backward already ran). Every hook and
+    patch is removed. ``backward=False`` times the forward only and leaves ``g.output``'s graph untouched.
+    The first run also records source lines and modules; with ``warmup=0`` its forward wall time includes that
+    (its per-op times do not), and ``stat="iqm"`` usually drops it as the slowest run.
+    ``cross_check=True`` adds three runs under ``torch.profiler`` and stores their per-node backward medians as
+    ``bwd_ms_profiler`` (networkx attribute) and a per-op comparison in ``g.meta["timing"]["cross_check"]``.
+    Options of ``fn`` named like these parameters can be bound with ``functools.partial``.
+
+    >>> import graphwidget as gw
+    >>> g = gw.profile(gw.examples.homography_repeat, **gw.examples.homography_inputs(2, 16, 16), repeat=3)
+    >>> s = g.summary(); s["backward_ms"] >= s["unattributed_ms"], g.meta["timing"]["repeat"]
+    (True, 3)
+    >>> slowest = max(g.nodes(), key=lambda n: g.node(n)["bwd_ms"] or 0)
+    >>> g.timing_table(top=5)                                      # doctest: +SKIP
+    """
+    if not callable(fn):
+        raise TypeError(f"graphwidget.profile expects a callable (a function or nn.Module) as its first argument; "
+                        f"got {type(fn).__name__}.")
+    if stat not in ("iqm", "median"):
+        raise ValueError(f"graphwidget.profile: stat must be 'iqm' or 'median', not {stat!r}.")
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"graphwidget.profile: need repeat >= 1 and warmup >= 0 (got {repeat=}, {warmup=}).")
+    if next_seq is None:  # pragma: no cover - torch without the sequence-number counter
+        raise RuntimeError("graphwidget.profile needs torch._C._autograd._get_sequence_nr (torch >= 2.0).")
+    dev = torch.device(device) if device is not None else guess_device(fn, args, kwargs)
+    clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
+    # Our bookkeeping runs with the collector paused: its full passes over thousands of freshly wrapped nodes and
+    # records cost more than the hooks. The user's forward runs with it as they left it. The pause is shared by
+    # every profile running in any thread (reference-counted): one thread must not switch it back on under another.
+    token = object()
+    try:
+        try:
+            GC_PAUSE.acquire(token)
+            return _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock, module, title,
+                            token)
+        finally:
+            GC_PAUSE.release(token)
+    finally:
+        GC_PAUSE.release(token)  # again (idempotent): the collector must not stay off after an interrupt anywhere
+
+
+def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], repeat: int, warmup: int,
+             backward: bool, stat: str, cross_check: bool, dev: torch.device, clock: CpuClock,
+             module: Optional[torch.nn.Module], title: Optional[str], token: object) -> GradGraph:
+    """The runs and statistics of :func:`profile`, with the collector off (``profile`` restores it)."""
+    grads = Grads()
+    runs: List[Run] = []  # measured runs, their nodes dropped
+    prof: Optional[Tuple[Any, ...]] = None
+    ok = False
+    try:
+        for k in range(warmup + repeat):
+            run, g0, out = _one_run(fn, args, kwargs, clock, grads if backward else None, k == 0, module, title,
+                                    token)
+            if k == 0:
+                graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
+            elif not same_structure(ref, run):
+                raise structure_error(k, ref, run)
+            if k >= warmup:
+                # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
+                cmap = fwd_map if run.layout() == layout0 else call_map(run.seqs(), run.calls)
+                call_ms = [clock.ms(c[2], c[3]) for c in run.calls]
+                run.fwd = [call_ms[c] if c >= 0 else (0.0 if c == -2 else None) for c in cmap]
+                runs.append(run)
+            run.drop_nodes()  # free the graph (the last one lives on in `out`)
+            run.calls = []
+            if k < warmup + repeat - 1:
+                out = None
+        if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
+            from .cross_check import profiler_runs
+            prof = profiler_runs(fn, args, kwargs, dev, grads if backward else None, ref)
+        ok = True
+    finally:
+        if backward:
+            grads.finish(ok)
+    assert graph is not None  # run 0 always captures the graph
+    annotate(graph, _kept_runs(runs, stat), stat=stat, backward=backward, repeat=repeat, warmup=warmup,
+             device=dev, clock=clock)
+    nodes = graph.nx.nodes
+    if prof is not None and backward:
+        from .cross_check import compare
+        for i, v in enumerate(prof[0]):
+            nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
+        graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
+    graph.output = out
+    return graph
+
+
+def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], clock: CpuClock,
+             grads: Optional[Grads], attribute: bool, module: Optional[torch.nn.Module], title: Optional[str],
+             token: Optional[object] = None) -> Tuple[Run, Optional[GradGraph], Any]:
+    """One call of ``fn`` with its ops timed, then (``grads`` given) its backward with every node hooked.
+    With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors)."""
+    stamp = clock.stamp
+    graph = None
+    # The first run is the Recorder's (source, module): it times each call itself, around the bare op, and hands
+    # back the two stamps (resolved after the run's sync; CUDA events cannot be read before). Other runs use the
+    # lean op timer: the Recorder's per-call bookkeeping (~15-20 µs) is paid once, not per repeat.
+    rec = Recorder(timer=(stamp, lambda t0: (t0, stamp()))) if attribute else None
+    timer = rec if rec is not None else OpTimer(stamp)
+    if token is not None and rec is None:
+        # A measured forward runs as it would without us (unless another thread is profiling too). Not the
+        # Recorder's: its 10k+ bookkeeping objects make every collection pass longer (117 -> 698 ms on the 10k-op
+        # chain).
+        GC_PAUSE.release(token)
+    try:
+        try:
+            with timer:
+                base = next_seq()
+                f0 = stamp()
+                out = timer.call(fn, *args, **kwargs)
+                f1 = stamp()
+        finally:
+            timer.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
+    finally:
+        if token is not None:
+            GC_PAUSE.acquire(token)
+    roots = select_roots(out)
+    if rec is not None:
+        graph = attributed_capture(rec, out, fn=fn, module=module, title=title, roots=roots,
+                                   who="graphwidget.profile")
+    run = Run()  # before the try: every hook is recorded in it as it is registered
+    try:
+        try:
+            instrument(root_nodes(roots), stamp if grads is not None else None, run)
+            if grads is not None:
+                grads.before_backward(run.leaves)
+                ones = [torch.ones_like(t) for t in roots]
+                b0 = stamp()
+                try:
+                    torch.autograd.backward(roots, ones)
+                except RuntimeError as exc:
+                    if "second time" not in str(exc):
+                        raise
+                    raise RuntimeError(
+                        "graphwidget.profile runs the backward itself: fn must return the loss without calling "
+                        ".backward() on it (or profile with backward=False).") from exc
+                b1 = stamp()
+        finally:
+            run.remove_hooks()
+    finally:
+        run.remove_hooks()  # again (idempotent): in case an interrupt hit the first call
+    clock.sync()  # the only synchronisation of a CUDA run
+    run.calls = [(c.lo, c.hi) + c.ms for c in rec.calls] if rec is not None else timer.calls  # type: ignore
+    run.base, run.fwd_wall = base, clock.ms(f0, f1)
+    if grads is not None:
+        ms = clock.ms
+        run.bwd_wall = ms(b0, b1)
+        if isinstance(clock, CudaClock):
+            run.bwd = [ms(a, b) if b is not None and a is not None else None for a, b in zip(run.starts, run.ends)]
+        else:
+            run.bwd = run.bwd_ms()
+    else:
+        run.bwd = [None] * run.n
+    run.starts, run.ends = [], []
+    return run, graph, out

@@ -589,3 +589,15 @@ def test_format_and_print_findings(capsys: pytest.CaptureFixture):
     assert out.startswith("findings for 'seed':\n1. warning repeat-broadcast at homography.py:")
     assert "fix: h = homo.unsqueeze(1)" in out and "evidence: ~" in out
     assert format_findings([]) == "No findings."
+
+
+def test_rewrites_read_the_line_with_one_scanner_that_respects_strings():
+    """strip_comment, the call's end and its arguments share one scanner: a comma, bracket or ``#`` inside a string
+    is text, a backslash escapes a quote."""
+    from graphwidget.analysis.advisor import suggest
+    assert suggest.strip_comment('x = f("a # b") # note') == 'x = f("a # b")'
+    assert suggest.strip_comment(r'x = "say \"#\"" # c') == r'x = "say \"#\""'
+    assert suggest.call_argument('y = torch.bmm(f("a,b"), w)', ("bmm",), 1) == "w"
+    assert suggest.unwrap_function('y = torch.tile(g("(", x), (1, n))', "torch.tile") == 'y = g("(", x)'
+    assert suggest.drop_method("h = homo.unsqueeze(1).repeat(1, n, 1, 1)  # (B, n, 3, 3)", "repeat") == \
+        "h = homo.unsqueeze(1)"

@@ -3,28 +3,13 @@ the line does not have the expected shape: a rule then says the fix in words ins
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 
-def strip_comment(code: Optional[str]) -> Optional[str]:
-    """The line without its trailing ``# comment`` (a ``#`` inside a string stays) and outer whitespace."""
-    if code is None:
-        return None
-    quote = ""
-    for i, ch in enumerate(code):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            return code[:i].strip()
-    return code.strip()
-
-
-def _call_end(code: str, open_paren: int) -> Optional[int]:
-    """Index just past the parenthesis that closes the one at ``open_paren`` (strings respected); None if none."""
-    depth, i, quote = 0, open_paren, ""
+def _chars(code: str, start: int = 0) -> Iterator[Tuple[int, str, int]]:
+    """``(index, character, bracket depth before it)`` for every character of ``code`` from ``start`` that lies
+    outside string literals (quotes and backslash escapes respected): the one scanner behind the helpers below."""
+    depth, i, quote = 0, start, ""
     while i < len(code):
         ch = code[i]
         if quote:
@@ -34,14 +19,32 @@ def _call_end(code: str, open_paren: int) -> Optional[int]:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+        else:
+            yield i, ch, depth
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
         i += 1
-    return None
+
+
+def strip_comment(code: Optional[str]) -> Optional[str]:
+    """The line without its trailing ``# comment`` (a ``#`` inside a string stays) and outer whitespace."""
+    if code is None:
+        return None
+    cut = next((i for i, ch, _ in _chars(code) if ch == "#"), len(code))
+    return code[:cut].strip()
+
+
+def _call_end(code: str, open_paren: int) -> Optional[int]:
+    """Index just past the parenthesis that closes the one at ``open_paren`` (strings respected); None if none."""
+    return next((i + 1 for i, ch, depth in _chars(code, open_paren) if ch in ")]}" and depth == 1), None)
+
+
+def _split_args(inner: str) -> List[str]:
+    """A call's argument text split at its top-level commas (``"a, f(b, c), 'x,y'"`` -> three arguments)."""
+    bounds = [-1] + [i for i, ch, depth in _chars(inner) if ch == "," and depth == 0] + [len(inner)]
+    return [inner[a + 1:b].strip() for a, b in zip(bounds, bounds[1:])]
 
 
 def _find_call(code: str, pattern: str) -> Optional[Tuple[int, int, int]]:
@@ -83,21 +86,7 @@ def unwrap_function(code: Optional[str], func: str) -> Optional[str]:
     if call is None:
         return None
     start, args_start, end = call
-    inner = code[args_start:end - 1]
-    first, depth, quote = [], 0, ""
-    for ch in inner:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            break
-        first.append(ch)
-    arg = "".join(first).strip()
+    arg = _split_args(code[args_start:end - 1])[0]
     return code[:start] + arg + code[end:] if arg else None
 
 
@@ -178,20 +167,7 @@ def call_argument(code: Optional[str], funcs: Tuple[str, ...], index: int) -> Op
         if call is None:  # the call is not closed on this line
             return None
         _, args_start, end = call
-        args: List[str] = []
-        cur: List[str] = []
-        depth = 0
-        for ch in code[args_start:end - 1]:
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            if ch == "," and depth == 0:
-                args.append("".join(cur).strip())
-                cur = []
-            else:
-                cur.append(ch)
-        args.append("".join(cur).strip())
+        args = _split_args(code[args_start:end - 1])
         if index < len(args) and re.fullmatch(r"[A-Za-z_][\w.]*", args[index]):
             return args[index]
         return None

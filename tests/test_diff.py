@@ -18,7 +18,7 @@ from torch_facts import FULL_SLICES, full_slices
 import graphwidget as gw
 from graphwidget.analysis.diff.fields import changed_fields, times_differ
 from graphwidget.experiment.compare import CompareError
-from graphwidget.experiment.interleave import verdict
+from graphwidget.analysis.diff.verdicts import speed_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = gw.examples
@@ -166,7 +166,11 @@ def test_extra_linear_relu_in_the_middle_only_that_layer_added() -> None:
     # the maths changed (an extra layer): flagged, and the shared parameters' gradients were compared by name
     assert d.equivalent is False
     names = [t["name"] for t in d.equivalence["tensors"]]
-    assert names == ["output", "grad arg0", "grad fc1.weight", "grad fc1.bias", "grad fc2.weight", "grad fc2.bias"]
+    # every tensor that receives a gradient: B's extra layer's parameters get one only in B
+    assert names == ["output", "grad arg0", "grad fc1.weight", "grad fc1.bias", "grad fc2.weight", "grad fc2.bias",
+                     "grad extra.weight", "grad extra.bias"]
+    assert [t["name"] for t in d.equivalence["tensors"] if t.get("only") == "B"] == ["grad extra.weight",
+                                                                                    "grad extra.bias"]
 
 
 def test_same_model_batch_8_vs_16_all_matched_shapes_changed() -> None:
@@ -266,8 +270,8 @@ def test_changed_fields_and_the_time_noise_rule() -> None:
     base = {"op": "MulBackward0", "outputs": [{"shape": [2], "dtype": "float32", "device": "cpu"}], "saved": [],
             "attrs": {}, "saved_bytes": 0, "grad_bytes": 8, "tensor": None, "out_stride": [[1]],
             "fwd_ms": 1.0, "bwd_ms": 1.0, "source": "a.py:1"}
-    other = dict(base, source="b.py:9", fwd_ms=1.2, bwd_ms=0.01)
-    assert changed_fields(base, other) == ["bwd_ms"]  # source never counts; 1.0 -> 1.2 ms is noise
+    # where it was made never counts, and neither do times alone (a node with the same tensors does the same work)
+    assert changed_fields(base, dict(base, source="b.py:9", fwd_ms=1.2, bwd_ms=9.0)) == []
     assert changed_fields(base, dict(base, outputs=[{"shape": [4], "dtype": "float32", "device": "cpu"}],
                                      grad_bytes=16, out_stride=[[2]])) == ["outputs", "out_stride", "grad_bytes"]
     assert changed_fields(base, dict(base, out_stride=None)) == []  # an untraced side has nothing to compare
@@ -275,10 +279,14 @@ def test_changed_fields_and_the_time_noise_rule() -> None:
     assert times_differ(1.0, 1.6) and not times_differ(1.0, 1.4) and not times_differ(None, 3.0)
 
 
-def test_verdict_reads_the_interval() -> None:
-    assert verdict(0.28, 0.35) == "B faster"
-    assert verdict(1.05, 1.3) == "B slower"
-    assert verdict(0.27, 1.08) == "no measurable difference"  # a point estimate of 0.44 is not a speed-up
+def test_speed_verdict_reads_the_interval_and_the_band() -> None:
+    assert speed_verdict(0.31, 0.28, 0.35) == "faster"
+    assert speed_verdict(1.2, 1.05, 1.3) == "slower"
+    assert speed_verdict(0.44, 0.27, 1.08) == "not enough evidence"  # a point estimate of 0.44 is not a speed-up
+    assert speed_verdict(1.0, 0.97, 1.03) == "same speed"  # wholly inside ±5 %
+    assert speed_verdict(0.97, 0.96, 0.98) == "same speed"  # measurably faster, but by less than the band
+    assert speed_verdict(0.97, 0.94, 0.99) == "not enough evidence"  # straddles the band's edge: sample more
+    assert speed_verdict(0.97, 0.96, 0.98, band=0.01) == "faster"  # a tighter band makes 3 % count
 
 
 # -- equivalence ----------------------------------------------------------------------------------------------------
@@ -303,7 +311,9 @@ def test_a_rewrite_that_changes_the_maths_is_flagged_loudly() -> None:
     bad = {t["name"] for t in d.equivalence["tensors"] if not t["allclose"]}
     assert {"output", "grad homo"} <= bad
     assert d.summary()["equivalence"]["equivalent"] is False
-    assert d.report().startswith("!! NOT EQUIVALENT")
+    lines = d.report().splitlines()
+    assert lines[0] == d.sentence() and "NOT EQUIVALENT, the maths changed (output differs by" in lines[0]
+    assert lines[1].startswith("!! NOT EQUIVALENT")
     assert "NOT EQUIVALENT" in repr(d)
     # the good rewrite passes, with its (tiny, summation-order) errors reported
     ok = gw.compare(EX.homography_repeat, EX.homography_broadcast, **inp)
@@ -371,24 +381,34 @@ def test_each_side_gets_its_own_copy_of_the_inputs() -> None:
     assert d.equivalent is True
 
 
-def test_profile_interleaved_times_both_and_reports_an_interval() -> None:
+def test_profile_gives_verdicts_per_phase_from_plain_runs_and_per_node_times_from_instrumented_ones() -> None:
     inp = EX.homography_inputs(batch=2, height=16, width=16)
     d = gw.compare(EX.homography_repeat, EX.homography_broadcast, **inp, profile=True, repeat=4,
-                   labels=("repeat", "broadcast"))
+                   labels=("repeat", "broadcast"), budget=1.0)
     t = d.timing
-    assert t["runs"] == 4 and t["low"] <= t["ratio"] <= t["high"]
-    assert t["verdict"] == verdict(t["low"], t["high"])
+    assert t["instrumented"] is False and t["per_node"] == {"rounds": 4, "instrumented": True, "order": "A,B,B,A,..."}
+    assert t["rounds"] >= 5 and t["stopped"] in ("decided", "budget", "max rounds") and t["clock"] in ("cpu", "wall")
+    for phase in ("step", "forward", "backward"):
+        ph = t[phase]
+        assert ph["low"] <= ph["ratio"] <= ph["high"] and len(ph["ms"]) == 2 and min(ph["ms"]) > 0
+        assert ph["verdict"] == speed_verdict(ph["ratio"], ph["low"], ph["high"], t["band"])
+        other = ph["wall" if t["clock"] == "cpu" else "cpu"]  # the other clock, shown beside
+        assert other["low"] <= other["ratio"] <= other["high"]
+    # the top level is the whole step's, and names the side by its label
+    assert (t["ratio"], t["low"], t["high"]) == (t["step"]["ratio"], t["step"]["low"], t["step"]["high"])
+    assert t["verdict"] in ("broadcast faster", "broadcast slower", "same speed within ±5 %", "not enough evidence")
     for g in (d.a, d.b):
         assert g.meta["timed"] and g.meta["timing"]["interleaved"] and g.meta["timing"]["runs_used"] == 4
         assert all(g.node(i)["bwd_ms"] is not None for i in g.nx.nodes)
         assert all(g.node(i)["source"] for i in g.nx.nodes if g.node(i)["kind"] != "leaf")
+    # one ratio everywhere: the table's time rows are the plain runs' medians and the verdict's ratio
     s = d.summary()
-    assert s["a"]["backward_ms"] > 0 and s["ratio"]["backward_ms"] == s["b"]["backward_ms"] / s["a"]["backward_ms"]
+    for key, phase in (("forward_ms", "forward"), ("backward_ms", "backward"), ("step_ms", "step")):
+        assert [s["a"][key], s["b"][key]] == t[phase]["ms"] and s["ratio"][key] == t[phase]["ratio"]
     text = d.report()
-    if t["verdict"] == "no measurable difference":
-        assert "no measurable difference" in text and "faster" not in text
-    else:
-        assert ("faster" if t["verdict"] == "B faster" else "slower") in text
+    assert text.splitlines()[0] == d.sentence() == s["sentence"]
+    if t["step"]["verdict"] == "not enough evidence":
+        assert "whole step: not enough evidence" in text and "whole step 1" not in text.split("\n")[0]
 
 
 # -- errors ---------------------------------------------------------------------------------------------------------
@@ -405,8 +425,14 @@ def test_errors_say_what_was_wrong() -> None:
         gw.compare(lambda t: t.exp().sum(), lambda t: t.exp().sum(), torch.randn(3))
     with pytest.raises(ValueError, match="labels must be two non-empty strings"):
         gw.compare(lambda t: t.sum(), lambda t: t.sum(), x, labels="ab")
-    with pytest.raises(ValueError, match="repeat must be an integer >= 3"):
-        gw.compare(lambda t: t.sum(), lambda t: t.sum(), x, profile=True, repeat=1)
+    with pytest.raises(ValueError, match=r"repeat \(instrumented rounds for per-node times\) must be an integer >= 1"):
+        gw.compare(lambda t: t.sum(), lambda t: t.sum(), x, profile=True, repeat=0)
+    with pytest.raises(ValueError, match=r"band must be a fraction in \[0, 1\)"):
+        gw.compare(lambda t: t.sum(), lambda t: t.sum(), x, band=5)
+    with pytest.raises(ValueError, match="budget must be a number of seconds > 0"):
+        gw.compare(lambda t: t.sum(), lambda t: t.sum(), x, budget=0)
+    with pytest.raises(ValueError, match="threads must be None"):
+        gw.compare(lambda t: t.sum(), lambda t: t.sum(), x, threads=0)
     g = gw.capture((x * 2).sum())
     with pytest.raises(TypeError, match="gw.load_json"):
         gw.diff(g, g.to_json())
@@ -429,7 +455,9 @@ def test_json_round_trip_and_the_format() -> None:
     doc = json.loads(text)
     assert doc["format"] == "graphwidget-diff" and doc["version"] == 1 and doc["labels"] == ["repeat", "broadcast"]
     assert doc["a"]["format"] == "graphwidget" and len(doc["b"]["nodes"]) == len(d.b)
-    assert doc["matched"] == [list(p) for p in d.matched] and doc["findings"] is None
+    assert doc["matched"] == [list(p) for p in d.matched]
+    # compare advised both sides: the repeat's finding is in A and resolved in B
+    assert [f["rule"] for f in doc["findings"]["a"]] == ["repeat-broadcast"] and doc["findings"]["resolved"] == [0]
     assert set(doc["summary"]) >= {"a", "b", "delta", "ratio", "timing", "equivalence"}
     row = next(r for r in doc["changes"]["by_op"] if r["key"] == "UnsqueezeBackward0")
     assert len(row["added"]) == 12 and len(row["removed"]) == 1 and row["a"]["count"] == 1 and row["b"]["count"] == 12
@@ -544,7 +572,7 @@ def test_diff_widget_traits_link_counterparts_and_check_values() -> None:
         w.height = 50
     with pytest.raises(TypeError, match="unexpected keyword argument.*selected.*takes height, selected_a"):
         gw.DiffWidget(d, selected=3)
-    assert repr(w).startswith("DiffWidget 'repeat' vs 'broadcast'")
+    assert repr(w).startswith("DiffWidget broadcast vs repeat: same maths")
     # also from the document and its JSON text
     assert gw.DiffWidget(d.to_dict()).diff.matched == d.matched
     assert gw.DiffWidget(d.to_json()).diff.added == d.added

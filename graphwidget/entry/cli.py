@@ -18,7 +18,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     d.add_argument("--no-profile", action="store_true", help="skip timing (structure and sizes only)")
     from .compare_command import add_parser as add_compare  # torch is imported only when it runs
     add_compare(sub)
-    b = sub.add_parser("build-native", help="compile the optional capture core for this environment (a few minutes, once)")
+    b = sub.add_parser("build-native",
+                       help="compile the optional capture core for this environment (a few minutes, once)")
     b.add_argument("--verbose", action="store_true", help="show the compiler's output")
     b.add_argument("--system", action="store_true",
                    help="build into <sys.prefix>/share/graphwidget/native, for everyone using this Python (admins)")

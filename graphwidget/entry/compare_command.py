@@ -1,11 +1,16 @@
 """``python -m graphwidget compare pkg.mod:fn_a pkg.mod:fn_b --inputs pkg.mod:make_inputs``: the check to put in CI
 after a refactor.
 
-Prints the diff's report; ``--out diff.html`` also writes the offline side-by-side view. Exit status: 0 when the
-outputs and gradients match (and, with ``--fail-if-slower R``, B's backward is not slower than R × A beyond noise);
-1 when they differ (or have different structures), when B is slower than that (the low end of the 95 % interval of
-B/A is above R), or when a function raised; 2 for a usage error (a name that does not resolve, bad options), with a
-message saying what to write instead.
+Prints the verdicts' sentence and the diff's report; ``--out diff.html`` also writes the offline side-by-side view.
+Exit status (:data:`EXIT`):
+
+- 0: the same maths (and, with ``--fail-if-slower R``, B's whole step is not slower than R × A's beyond noise);
+- 1: not equivalent: the outputs or gradients differ beyond rounding, or the outputs are structured differently;
+- 2: a usage error (a name that does not resolve, bad options, an unwritable ``--out``), said before anything runs;
+- 3: slower than the bound: the low end of the 95 % interval of B/A (``--phase``, default the whole step) is above R;
+- 4: an error: a function raised, or its backward failed.
+
+When both 1 and 3 apply, 1 wins (a wrong result matters more than a slow one).
 
 Names are ``module:attribute`` (``pkg.models:forward_v2``, ``pkg.models:Model.forward``) or ``path/to/file.py:name``.
 An ``nn.Module`` class is instantiated without arguments. ``--inputs`` names a function called without arguments
@@ -20,6 +25,9 @@ import importlib.util
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
+
+#: The exit statuses, by meaning (module docstring).
+EXIT = {"ok": 0, "not equivalent": 1, "usage": 2, "slower": 3, "error": 4}
 
 
 class UsageProblem(Exception):
@@ -36,11 +44,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     c.add_argument("--inputs", metavar="MODULE:MAKE_INPUTS", required=True,
                    help="a function returning the inputs (dict: keyword arguments; tuple/list: positional)")
     c.add_argument("--labels", metavar="A,B", help="names of the two sides (default: the function names)")
-    c.add_argument("--profile", action="store_true", help="time both backwards, interleaved")
-    c.add_argument("--repeat", type=int, default=20, metavar="N", help="timed rounds with --profile (default 20)")
+    c.add_argument("--profile", action="store_true", help="time both sides (plain runs, interleaved)")
+    c.add_argument("--budget", type=float, default=3.0, metavar="S",
+                   help="seconds of timing at most, once the first rounds ran (default 3)")
+    c.add_argument("--band", type=float, default=0.05, metavar="F",
+                   help="within this fraction, the same speed (default 0.05: ±5 %%)")
+    c.add_argument("--repeat", type=int, default=5, metavar="N",
+                   help="instrumented rounds for per-node times with --profile (default 5)")
     c.add_argument("--out", type=Path, metavar="HTML", help="write the offline side-by-side view here")
     c.add_argument("--fail-if-slower", type=float, metavar="R",
-                   help="exit 1 when B's backward is slower than R x A beyond noise (implies --profile)")
+                   help="exit 3 when B is slower than R x A beyond noise (implies --profile)")
+    c.add_argument("--phase", choices=("step", "forward", "backward"), default="step",
+                   help="what --fail-if-slower judges (default: the whole step)")
     return c
 
 
@@ -124,12 +139,34 @@ def _labels(args: argparse.Namespace) -> Tuple[str, str]:
     return parts[0], parts[1]
 
 
+def check_out(path: Path) -> None:
+    """An ``--out`` that cannot be written is a usage error said up front, not a traceback after minutes of work."""
+    import tempfile
+    if path.is_dir():
+        raise UsageProblem(f"--out {path}: that is a folder; name the HTML file to write, e.g. {path / 'diff.html'}.")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageProblem(f"--out {path}: the folder {folder} does not exist; create it first.")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UsageProblem(f"--out {path}: cannot write in {folder} ({exc.strerror or exc}); choose a folder you "
+                           f"can write to.") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.fail_if_slower is not None and not args.fail_if_slower > 0:
-        raise UsageProblem(f"--fail-if-slower {args.fail_if_slower}: R is a ratio > 0, e.g. 1.1 (fail when B's "
-                           f"backward is more than 10 % slower than A's beyond noise).")
-    if args.repeat < 3:
-        raise UsageProblem(f"--repeat {args.repeat}: at least 3 timed rounds are needed for an interval.")
+        raise UsageProblem(f"--fail-if-slower {args.fail_if_slower}: R is a ratio > 0, e.g. 1.1 (fail when B is "
+                           f"more than 10 % slower than A beyond noise).")
+    if args.repeat < 1:
+        raise UsageProblem(f"--repeat {args.repeat}: at least 1 instrumented round.")
+    if not args.budget > 0:
+        raise UsageProblem(f"--budget {args.budget}: a number of seconds > 0, e.g. 3.")
+    if not 0 <= args.band < 1:
+        raise UsageProblem(f"--band {args.band}: a fraction in [0, 1), e.g. 0.05 for ±5 %.")
+    if args.out is not None:
+        check_out(args.out)
     labels = _labels(args)
     fn_a = _callable(resolve(args.fn_a, "FN_A"), args.fn_a, "FN_A")
     fn_b = _callable(resolve(args.fn_b, "FN_B"), args.fn_b, "FN_B")
@@ -137,35 +174,38 @@ def _run(args: argparse.Namespace) -> int:
     profile = args.profile or args.fail_if_slower is not None
     from ..experiment.compare import CompareError, StructureMismatch, compare
     try:
-        d = compare(fn_a, fn_b, *pos, labels=labels, profile=profile, repeat=args.repeat, **kw)
+        d = compare(fn_a, fn_b, *pos, labels=labels, profile=profile, repeat=args.repeat, band=args.band,
+                    budget=args.budget, **kw)
     except StructureMismatch as exc:
-        print(f"graphwidget compare: FAIL: {exc}", file=sys.stderr)
-        return 1
+        print(f"graphwidget compare: NOT EQUIVALENT: {exc}", file=sys.stderr)
+        return EXIT["not equivalent"]
     except CompareError as exc:
         cause = exc.__cause__
-        print(f"graphwidget compare: FAIL: {exc}", file=sys.stderr)
+        print(f"graphwidget compare: ERROR: {exc}", file=sys.stderr)
         if cause is not None:
             import traceback
             traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
-        return 1
+        return EXIT["error"]
     except (TypeError, ValueError) as exc:
         raise UsageProblem(str(exc)) from None
     print(d.report())
     if args.out is not None:
         path = d.export_html(args.out)
         print(f"wrote {path}  (open it in any browser, offline)")
-    status = 0
-    if d.equivalent is False:
-        print(f"FAIL: {labels[1]} does not compute the same outputs and gradients as {labels[0]}.")
-        status = 1
+    status = EXIT["ok"]
     r = args.fail_if_slower
     if r is not None and d.timing:
-        low = d.timing["low"]
-        if low > r:
-            print(f"FAIL: {labels[1]}'s backward is slower than {r:g} x {labels[0]}'s beyond noise (B/A "
-                  f"{d.timing['ratio']:.2f}, interval {low:.2f}-{d.timing['high']:.2f}).")
-            status = 1
-        else:
-            print(f"ok: {labels[1]}'s backward is not slower than {r:g} x {labels[0]}'s beyond noise (interval low "
+        ph = d.timing.get(args.phase) or {}
+        low, what = ph.get("low"), "whole step" if args.phase == "step" else args.phase
+        if low is not None and low > r:
+            print(f"FAIL (exit {EXIT['slower']}): {labels[1]}'s {what} is slower than {r:g} x {labels[0]}'s beyond "
+                  f"noise ({labels[1]}/{labels[0]} {ph['ratio']:.2f}, interval {low:.2f}-{ph['high']:.2f}).")
+            status = EXIT["slower"]
+        elif low is not None:
+            print(f"ok: {labels[1]}'s {what} is not slower than {r:g} x {labels[0]}'s beyond noise (interval low "
                   f"end {low:.2f} <= {r:g}).")
+    if d.equivalent is False:
+        print(f"FAIL (exit {EXIT['not equivalent']}): {labels[1]} does not compute the same outputs and gradients "
+              f"as {labels[0]}.")
+        status = EXIT["not equivalent"]
     return status

@@ -6,8 +6,8 @@ version has fewer nodes, or about as many on torch < 2.5, which records every fu
 truth, the backward times measured interleaved with their interval, and what the matching says changed. It writes
 ``out/demo.html`` (the two graphs side by side, offline) and the per-graph viewers and JSON.
 
-Its words follow its numbers: the timing sentence is chosen from the interval of the backward ratio, so a loaded
-machine that blurs the difference gets "no measurable difference", never a speed-up.
+Its words follow its numbers: the speed verdicts come from the intervals of plain interleaved runs (``docs/diff.md``),
+so a loaded machine that blurs the difference gets "not enough evidence", never a speed-up.
 """
 from __future__ import annotations
 
@@ -68,21 +68,23 @@ def _slowest_nodes(g: GradGraph, k: int = 3) -> List[str]:
 
 
 def timing_sentence(d: Any) -> Optional[str]:
-    """The backward line of the story, its words chosen by the interval of B/A (None when not timed)."""
+    """The speed lines of the story: each phase's verdict with both sides' times (None when not timed)."""
+    from ..analysis.diff.verdicts import phase_text
     t = d.timing
-    if not t:
+    if not t or not isinstance(t.get("step"), dict):
         return None
-    sa, sb = d.summary()["a"], d.summary()["b"]
     la, lb = d.labels
-    nums = (f"backward (median of {t['runs']} interleaved runs): {la} {sa['backward_ms']:.2f} ms vs {lb} "
-            f"{sb['backward_ms']:.2f} ms; {lb}/{la} = {t['ratio']:.2f}, 95% interval {t['low']:.2f}-{t['high']:.2f}")
-    if t["verdict"] == "B faster":
-        return f"{nums}\n    -> {lb} is {1 / t['ratio']:.1f}x faster  <- measured times tell the truth"
-    if t["verdict"] == "B slower":
-        return (f"{nums}\n    -> {lb} measured {t['ratio']:.1f}x slower here: the interval says so, whatever the "
-                f"bytes suggest (check what else runs on this machine)")
-    return (f"{nums}\n    -> no measurable difference on this machine right now (the interval contains 1): the "
-            f"runs are too noisy to tell the two apart; the bytes above do not depend on load")
+    lines = [f"measured ({t['rounds']} interleaved rounds of plain runs, {t['clock']} time, {t['threads']} "
+             f"thread{'s' if t['threads'] != 1 else ''}):"]
+    for phase in ("step", "forward", "backward"):
+        ph = t[phase]
+        lines.append(f"    {phase_text(phase, ph, t['band'])}: {la} {ph['ms'][0]:.2f} ms, {lb} {ph['ms'][1]:.2f} ms")
+    if t["step"]["verdict"] == "faster":
+        lines.append("    -> measured times tell the truth: the version with more nodes is the faster one")
+    elif t["step"]["verdict"] == "not enough evidence":
+        lines.append("    -> this machine is too noisy right now to tell them apart; the bytes above do not depend "
+                     "on load")
+    return "\n".join(lines)
 
 
 def _ops(g: GradGraph, ids: List[int]) -> str:
@@ -90,15 +92,17 @@ def _ops(g: GradGraph, ids: List[int]) -> str:
     return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 15,
+def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 5,
              inputs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Run the demo; print the report; write ``demo.html`` (the diff) and the per-graph viewers into ``out`` (if
-    given). ``profile``: time both backwards, interleaved, over ``repeat`` rounds. ``inputs``: the homography inputs
+    given). ``profile``: time both sides (plain interleaved runs for the verdicts, ``repeat`` instrumented rounds for
+per-node times). ``inputs``: the homography inputs
     (default :func:`~graphwidget.examples.homography_inputs`). Returns what it made."""
     from ..analysis.diff.report import equivalence_text
     from ..experiment.compare import compare
     inp = inputs if inputs is not None else ex.homography_inputs()
-    d = compare(ex.homography_repeat, ex.homography_broadcast, **inp, labels=LABELS, profile=profile, repeat=repeat)
+    d = compare(ex.homography_repeat, ex.homography_broadcast, **inp, labels=LABELS, profile=profile, repeat=repeat,
+                advise=False)
     a, b = d.a, d.b
     graphs = {TITLES["repeat"]: a, TITLES["broadcast"]: b}
     for g, label in ((a, "repeat"), (b, "broadcast")):
@@ -109,6 +113,7 @@ def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 15,
         print()
     s = d.summary()
     sa, sb = s["a"], s["b"]
+    print(d.sentence() + "\n")
     print(f"same maths? {equivalence_text(d)}")
     print(f"node counts: repeat {sa['nodes']} vs broadcast {sb['nodes']}  <- counts mislead")
     print(f"gradient bytes written in backward: repeat {_human_bytes(sa['grad_bytes'])} vs broadcast "
@@ -140,7 +145,7 @@ def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 15,
             written.append(Path(path))
             print(f"wrote {path}")
         if a.meta.get("timed"):
-            # Charts inline plotly.js (~4.8 MB), so only this one report carries them.
+            # Charts inline plotly.js (megabytes), so only this one report carries them.
             path = export_html(a, out / "homography_repeat_report.html", title="homography (repeat): report",
                                charts=[a.figure("time"), a.figure("memory"), d.figure()])
             written.append(Path(path))

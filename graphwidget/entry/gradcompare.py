@@ -83,7 +83,7 @@ def parse(line: str) -> Tuple[List[str], Dict[str, Any]]:
     """The positional words and the options (``labels``, ``profile``, ``repeat``, ``html``)."""
     words = split_words(line)
     pos: List[str] = []
-    opts: Dict[str, Any] = {"labels": None, "profile": False, "repeat": 20, "html": None}
+    opts: Dict[str, Any] = {"labels": None, "profile": False, "repeat": 5, "html": None}
     i = 0
     only_args = False
     while i < len(words):
@@ -113,7 +113,7 @@ def parse(line: str) -> Tuple[List[str], Dict[str, Any]]:
     return pos, opts
 
 
-_EXAMPLE = {"--labels": "repeat,broadcast", "--repeat": "20", "--html": "diff.html"}
+_EXAMPLE = {"--labels": "repeat,broadcast", "--repeat": "5", "--html": "diff.html"}
 
 
 @magics_class
@@ -137,13 +137,14 @@ class GradCompareMagics(Magics):
         try:
             repeat = int(opts["repeat"])
         except ValueError:
-            raise _error(f"--repeat {opts['repeat']!r}: write a whole number of timed rounds, e.g. --repeat 20.") \
-                from None
+            raise _error(f"--repeat {opts['repeat']!r}: write a whole number of instrumented rounds, e.g. "
+                         f"--repeat 5.") from None
         from ..experiment.compare import compare
         try:
             d = compare(fn_a, fn_b, *args, labels=labels, profile=opts["profile"], repeat=repeat, **kwargs)
         except (TypeError, ValueError) as exc:  # our own argument checks: say them without a traceback
             raise _error(str(exc).replace("graphwidget.compare: ", "")) from None
+        print(d.sentence())  # the one line to paste into a pull request, above the view
         if opts["html"]:
             path = d.export_html(opts["html"])
             print(f"graphwidget: wrote {path}")

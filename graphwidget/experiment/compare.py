@@ -1,31 +1,37 @@
-""":func:`compare`: run two implementations of a forward pass on the same inputs, check that they compute the same
-outputs and gradients, capture (and optionally time, interleaved) both graphs, and match them node to node.
+""":func:`compare`: run two implementations of a forward pass on the same inputs and answer two questions — same
+maths? faster? — then capture both graphs and match them node to node.
 
 Isolation: each side runs on its **own copy** of every tensor argument (same values, dtype, device, memory format
 and ``requires_grad``), so the caller's tensors and their ``.grad`` are never touched and the two sides never
-accumulate into each other. ``nn.Module``\\ s, ``nn.Parameter``\\ s and other objects are used as given; the
-``.grad`` of every parameter is saved and restored (the equivalence run computes gradients with
-``torch.autograd.grad``, which writes no ``.grad``; the timed runs clear and restore it), and so are the modules'
-buffers (BatchNorm running statistics) and the random number generator: both sides start from the same state,
-and the caller gets back the state it had.
+accumulate into each other. Modules and parameters are used as given, but everything either side can reach — the
+parameters, buffers and tensors of the modules among the arguments, of the compared module, and of whatever a
+function reaches through closures and globals (:mod:`.naming`) — is saved first and put back before every run and
+at the end (:mod:`.state`), with the random number generators, grad mode and the default dtype: each side starts
+from the same state, a forward that updates a weight in place is reported (``equivalence["mutated"]``) instead of
+skewing the other side, and the caller gets back the state it had, even after Ctrl-C.
 
-Naming: input leaves are named after their argument, ``arg0``, ``arg1[2]`` or the keyword (``img``); parameters
-after their module path (``fc1.weight``; prefixed with the argument, ``arg0.fc1.weight``, when several modules are
-involved). Names anchor the matching (``docs/diff.md``) and label the gradients compared.
+Same maths: every output and the gradient of every tensor that receives one (the captured graphs' leaves, paired by
+identity: :mod:`.naming`), judged against float64 runs of both sides (:mod:`.equivalence`). Faster: plain runs,
+interleaved, no per-node hooks (:mod:`.speed`); per-node times come from separate instrumented runs
+(:mod:`.interleave`) and are reported as such.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from ..analysis.diff.result import Diff, build, check_labels
+from ..analysis.diff.verdicts import BAND, labelled
 from ..attribution.attach import attributed_capture
 from ..attribution.recorder import Recorder
 from ..capturing.roots import loss_or_tensors
 from ..model.graph import GradGraph
-from .equivalence import check, describe, flatten
+from .equivalence import EPS, Precision, check, describe, dominant_precision, flatten, lowest_precision, summarise
+from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_names
+from .state import State, mutations
 
 __all__ = ["compare", "CompareError", "StructureMismatch"]
 
@@ -43,76 +49,68 @@ class StructureMismatch(ValueError):
 
 
 # -- inputs ---------------------------------------------------------------------------------------------------------
-def _copy(obj: Any, path: str, names: List[Tuple[str, torch.Tensor]], seen: Dict[int, Any]) -> Any:
-    """``obj`` with every plain tensor replaced by a detached clone (same requires_grad), recording the clones'
-    names. Containers are rebuilt; modules, parameters and other objects are passed through."""
-    if isinstance(obj, torch.nn.Parameter) or isinstance(obj, torch.nn.Module):
+def _copy(obj: Any, path: str, names: List[Tuple[str, torch.Tensor]], seen: Dict[int, Any], wide: bool) -> Any:
+    """``obj`` with every plain tensor replaced by a detached clone (same requires_grad; float64 when ``wide``),
+    recording the clones' names. Containers are rebuilt; modules, parameters and other objects are passed through."""
+    if isinstance(obj, (torch.nn.Parameter, torch.nn.Module)):
         return obj
     if isinstance(obj, torch.Tensor):
         if id(obj) in seen:  # the same tensor passed twice stays one tensor
             return seen[id(obj)]
-        c = obj.detach().clone()
+        if wide and (obj.is_floating_point() or obj.is_complex()):
+            c = obj.detach().to(torch.complex128 if obj.is_complex() else torch.float64, copy=True)
+        else:
+            c = obj.detach().clone()
         if obj.requires_grad:
             c.requires_grad_(True)
         seen[id(obj)] = c
         names.append((path, c))
         return c
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
-        return type(obj)(*(_copy(v, f"{path}.{f}", names, seen) for f, v in zip(obj._fields, obj)))
+        return type(obj)(*(_copy(v, f"{path}.{f}", names, seen, wide) for f, v in zip(obj._fields, obj)))
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_copy(v, f"{path}[{i}]", names, seen) for i, v in enumerate(obj))
+        return type(obj)(_copy(v, f"{path}[{i}]", names, seen, wide) for i, v in enumerate(obj))
     if isinstance(obj, dict):
-        return type(obj)((k, _copy(v, f"{path}[{k!r}]", names, seen)) for k, v in obj.items())
+        return type(obj)((k, _copy(v, f"{path}[{k!r}]", names, seen, wide)) for k, v in obj.items())
     return obj
 
 
-def copy_inputs(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Tuple[List[Any], Dict[str, Any],
-                                                                          List[Tuple[str, torch.Tensor]]]:
-    """Copies of the arguments and ``(name, tensor copy)`` for every tensor among them."""
-    names: List[Tuple[str, torch.Tensor]] = []
-    seen: Dict[int, Any] = {}
-    a = [_copy(v, f"arg{i}", names, seen) for i, v in enumerate(args)]
-    k = {key: _copy(v, key, names, seen) for key, v in kwargs.items()}
-    return a, k, names
+class Inputs:
+    """One side's copies of the arguments, and ``(argument path, copy)`` for every tensor among them."""
+
+    def __init__(self, args: Sequence[Any], kwargs: Mapping[str, Any], wide: bool = False) -> None:
+        self.names: List[Tuple[str, torch.Tensor]] = []
+        seen: Dict[int, Any] = {}
+        self.args = [_copy(v, f"arg{i}", self.names, seen, wide) for i, v in enumerate(args)]
+        self.kwargs = {key: _copy(v, key, self.names, seen, wide) for key, v in kwargs.items()}
+        self.path = {id(t): p for p, t in self.names}
+
+    def key(self, t: torch.Tensor) -> Tuple[str, Any]:
+        """What pairs a tensor across sides: its argument for a copied input, else the tensor itself."""
+        p = self.path.get(id(t))
+        return ("input", p) if p is not None else ("tensor", id(t))
 
 
-def _modules(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Tuple[str, torch.nn.Module]]:
-    """``(prefix, module)`` for ``fn`` (prefix "") and every module among the arguments (prefix: the argument)."""
+def _modules(args: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Tuple[str, torch.nn.Module]]:
+    """``(argument path, module)`` for every module among the arguments."""
     found: List[Tuple[str, torch.nn.Module]] = []
-    if isinstance(fn, torch.nn.Module):
-        found.append(("", fn))
-
-    def visit(obj: Any, path: str) -> None:
-        stack = [(obj, path)]
-        while stack:
-            o, p = stack.pop()
-            if isinstance(o, torch.nn.Module):
-                found.append((p, o))
-            elif isinstance(o, (list, tuple)):
-                stack.extend(reversed([(v, f"{p}[{i}]") for i, v in enumerate(o)]))
-            elif isinstance(o, dict):
-                stack.extend(reversed([(v, f"{p}[{k!r}]") for k, v in o.items()]))
-
-    for i, v in enumerate(args):
-        visit(v, f"arg{i}")
-    for key, v in kwargs.items():
-        visit(v, key)
+    stack: List[Tuple[Any, str]] = [(v, f"arg{i}") for i, v in enumerate(args)][::-1]
+    stack += [(v, k) for k, v in kwargs.items()][::-1]
+    while stack:
+        o, p = stack.pop()
+        if isinstance(o, torch.nn.Module):
+            found.append((p, o))
+        elif isinstance(o, (list, tuple)):
+            stack.extend(reversed([(v, f"{p}[{i}]") for i, v in enumerate(o)]))
+        elif isinstance(o, dict):
+            stack.extend(reversed([(v, f"{p}[{k!r}]") for k, v in o.items()]))
     return found
 
 
-def named_parameters(mods: Sequence[Tuple[str, torch.nn.Module]]) -> List[Tuple[str, torch.Tensor]]:
-    """Every distinct parameter of the modules with its name; prefixed by the argument only when the modules are
-    not all one."""
-    distinct = {id(m) for _, m in mods}
-    out: List[Tuple[str, torch.Tensor]] = []
-    seen: set = set()
-    for prefix, m in mods:
-        for n, p in m.named_parameters():
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
-            out.append((f"{prefix}.{n}" if prefix and len(distinct) > 1 else n, p))
-    return out
+def _devices(args: Sequence[Any], kwargs: Mapping[str, Any], tensors: Sequence[torch.Tensor]) -> List[torch.device]:
+    devs = [t.device for _, t in flatten(list(args) + list(kwargs.values())) if isinstance(t, torch.Tensor)]
+    devs.extend(t.device for t in tensors)
+    return devs
 
 
 class _Names(torch.nn.Module):
@@ -122,43 +120,11 @@ class _Names(torch.nn.Module):
         super().__init__()
         self._pairs = list(pairs)
 
-    def named_parameters(self, *args: Any, **kwargs: Any) -> Iterator[Tuple[str, Any]]:  # type: ignore[override]
+    def named_parameters(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         return iter(())
 
-    def named_buffers(self, *args: Any, **kwargs: Any) -> Iterator[Tuple[str, Any]]:  # type: ignore[override]
+    def named_buffers(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         return iter(self._pairs)
-
-
-class _State:
-    """Module buffers and the RNG as they were before compare: restored before every run and at the end."""
-
-    def __init__(self, mods: Sequence[torch.nn.Module], devices: Sequence[torch.device]) -> None:
-        self.buffers: List[Tuple[torch.Tensor, torch.Tensor]] = []
-        seen: set = set()
-        for m in mods:
-            for b in m.buffers():
-                if id(b) not in seen:
-                    seen.add(id(b))
-                    self.buffers.append((b, b.detach().clone()))
-        self.cpu_rng = torch.get_rng_state()
-        self.cuda = sorted({d.index or 0 for d in devices if d.type == "cuda"})
-        self.cuda_rng = [torch.cuda.get_rng_state(i) for i in self.cuda]
-
-    def reset(self) -> None:
-        with torch.no_grad():
-            for b, saved in self.buffers:
-                if b.shape == saved.shape:
-                    b.copy_(saved)
-        torch.set_rng_state(self.cpu_rng)
-        for i, s in zip(self.cuda, self.cuda_rng):
-            torch.cuda.set_rng_state(s, i)
-
-
-def _devices(args: Sequence[Any], kwargs: Mapping[str, Any], mods: Sequence[torch.nn.Module]) -> List[torch.device]:
-    devs = [t.device for _, t in flatten(list(args) + list(kwargs.values())) if isinstance(t, torch.Tensor)]
-    for m in mods:
-        devs.extend(p.device for p in m.parameters())
-    return devs
 
 
 # -- one side ---------------------------------------------------------------------------------------------------------
@@ -175,89 +141,158 @@ def _guarded(fn: Callable[..., Any], side: str, label: str) -> Callable[..., Any
     return call
 
 
-class _Result:
-    def __init__(self, graph: GradGraph, out: Any, grads: Dict[str, Optional[torch.Tensor]],
-                 params: List[Tuple[str, torch.Tensor]]) -> None:
-        self.graph, self.out, self.grads, self.params = graph, out, grads, params
+class Side:
+    """One implementation: its function, label, inputs, names, and what its run gave."""
 
+    def __init__(self, fn: Callable[..., Any], side: str, label: str, inputs: Inputs, namer: Namer) -> None:
+        self.fn, self.side, self.label, self.inputs, self.namer = fn, side, label, inputs, namer
+        self.call = _guarded(fn, side, label)
+        self.graph: Optional[GradGraph] = None
+        self.out: Any = None
+        self.leaves: List[torch.Tensor] = []
+        self.grads: List[Tuple[str, Tuple[str, Any], Optional[torch.Tensor], str]] = []  # naming.Entry
+        self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], GradGraph]] = None
+        self.ref_error: Optional[str] = None
+        self.mutated: List[str] = []
 
-def _run(fn: Callable[..., Any], side: str, label: str, args: Sequence[Any], kwargs: Mapping[str, Any],
-         inputs: List[Tuple[str, torch.Tensor]], mods: List[Tuple[str, torch.nn.Module]]) -> _Result:
-    """Forward under the recorder, capture with named leaves, gradients with ``torch.autograd.grad``."""
-    rec = Recorder()
-    call = _guarded(fn, side, label)
-    with rec:
-        out = call(*args, **kwargs)
-    roots = loss_or_tensors(out)
-    if not roots:
-        needs = [n for n, t in inputs if t.requires_grad]
-        why = ("none of the tensor inputs requires grad: make the inputs you want gradients for require grad "
-               "(x.requires_grad_())" if not needs else
-               f"the result does not depend on the inputs that require grad ({', '.join(needs)}), or ran under "
-               f"torch.no_grad()")
-        raise ValueError(f"graphwidget.compare: side {side} ({label!r}) returned {describe(out)} with no tensor that "
-                         f"requires grad, so there is no backward to compare: {why}.")
-    all_mods = list(mods)
-    for m in rec.top_modules:  # modules the function used without being given them (closures, globals)
-        if not any(m is x for _, x in all_mods):
-            all_mods.append(("", m))
-    params = named_parameters(all_mods)
-    graph = attributed_capture(rec, out, fn=fn, module=_Names(list(inputs) + params), title=label, roots=roots,
-                               who="graphwidget.compare")
-    wanted = [(n, t) for n, t in list(inputs) + params if t.requires_grad]
-    grads: Dict[str, Optional[torch.Tensor]] = {}
-    if wanted:
+    def run(self) -> None:
+        """Forward under the recorder (source lines, module paths), capture with named leaves, and the gradient of
+        every leaf with ``torch.autograd.grad`` (no ``.grad`` is written)."""
+        rec = Recorder()
         try:
-            got = torch.autograd.grad(roots, [t for _, t in wanted], [torch.ones_like(r) for r in roots],
-                                      allow_unused=True)
+            with rec:
+                out = self.call(*self.inputs.args, **self.inputs.kwargs)
+        finally:
+            rec.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
+        roots = loss_or_tensors(out)
+        if not roots:
+            needs = [n for n, t in self.inputs.names if t.requires_grad]
+            why = ("none of the tensor inputs requires grad: make the inputs you want gradients for require grad "
+                   "(x.requires_grad_())" if not needs else
+                   f"the result does not depend on the inputs that require grad ({', '.join(needs)}), or ran under "
+                   f"torch.no_grad()")
+            raise ValueError(f"graphwidget.compare: side {self.side} ({self.label!r}) returned {describe(out)} with "
+                             f"no tensor that requires grad, so there is no backward to compare: {why}.")
+        name_modules(self.namer, rec.top_modules)
+        self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
+                                        roots=roots, who="graphwidget.compare")
+        self.leaves = leaf_tensors(roots)
+        names = name_leaves(self.namer, self.leaves)
+        unused = [(n, t) for n, t in self.inputs.names if t.requires_grad and all(t is not x for x in self.leaves)]
+        try:
+            got = torch.autograd.grad(roots, self.leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
+                if self.leaves else ()
         except RuntimeError as exc:
-            raise CompareError(f"graphwidget.compare: the backward of side {side} ({label!r}) failed: {exc}. "
-                               f"compare runs the backward itself: return the loss without calling "
-                               f".backward() on it.", side) from exc
-        grads = {n: (None if g is None else g.detach()) for (n, _), g in zip(wanted, got)}
-    return _Result(graph, out, grads, params)
+            raise CompareError(f"graphwidget.compare: the backward of side {self.side} ({self.label!r}) failed: "
+                               f"{exc}. compare runs the backward itself: return the loss without calling "
+                               f".backward() on it.", self.side) from exc
+        local = self.namer.local
+        self.grads = [(n, self.inputs.key(t), None if g is None else g.detach(), local.get(id(t), n))
+                      for n, t, g in zip(names, self.leaves, got)]
+        self.grads += [(n, self.inputs.key(t), None, n) for n, t in unused]
+        # Rows in a reader's order: inputs by argument, then the modules' tensors in the order the forward called
+        # the modules (each in its own order), then the rest as they were named.
+        order: Dict[str, int] = {}
+        for name, t in self.namer.items:
+            if self.inputs.key(t)[0] == "input":
+                order.setdefault(name, len(order))
+        for m in rec.top_modules:
+            for t in list(m.parameters()) + list(m.buffers()):
+                n = self.namer.name(t)
+                if n is not None:
+                    order.setdefault(n, len(order))
+        for name, _ in self.namer.items:
+            order.setdefault(name, len(order))
+        self.grads.sort(key=lambda e: order.get(e[0], len(order)))
+        self.out = out
+
+    def reference(self, args: Sequence[Any], kwargs: Mapping[str, Any], tensors: Sequence[torch.Tensor]) -> None:
+        """The float64 run (:mod:`.reference`); on failure, why (the verdict then falls back, and says so)."""
+        from .reference import run_float64
+        wide = Inputs(args, kwargs, wide=True)
+        try:
+            out, leaves, graph = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
+        except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
+            self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return
+        self.ref = (out, {wide.key(t): g for t, g in leaves}, graph)
 
 
-def _equivalence(ra: _Result, rb: _Result, inputs: List[str]) -> Dict[str, Any]:
-    fa, fb = flatten(ra.out), flatten(rb.out)
-    rows = []
-    for (pa, va), (_, vb) in zip(fa, fb):
-        if isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor):
-            rows.append(check(pa, va.detach(), vb.detach()))
-    grad_names = [n for n in inputs if n in ra.grads or n in rb.grads]
-    shared = [n for n, _ in ra.params if n in {m for m, _ in rb.params}]
-    for n in grad_names + [n for n in shared if n in ra.grads and n in rb.grads]:
-        rows.append(check(f"grad {n}", ra.grads.get(n), rb.grads.get(n)))
-    return {"equivalent": all(r["allclose"] for r in rows), "tensors": rows}
-
-
-def _same_structure(ra: _Result, rb: _Result, la: str, lb: str) -> None:
-    fa, fb = flatten(ra.out), flatten(rb.out)
+def _same_structure(a: Side, b: Side) -> None:
+    fa, fb = flatten(a.out), flatten(b.out)
     ka = [(p, isinstance(v, torch.Tensor)) for p, v in fa]
     kb = [(p, isinstance(v, torch.Tensor)) for p, v in fb]
     if ka != kb:
-        raise StructureMismatch(f"graphwidget.compare: the two functions return different structures, so their outputs "
-                         f"cannot be compared: A ({la!r}) returned {describe(ra.out)}, B ({lb!r}) returned "
-                         f"{describe(rb.out)}. Make both return the same kind of value (e.g. the loss tensor).")
+        raise StructureMismatch(
+            f"graphwidget.compare: the two functions return different structures, so their outputs cannot be "
+            f"compared: A ({a.label!r}) returned {describe(a.out)}, B ({b.label!r}) returned {describe(b.out)}. "
+            f"Make both return the same kind of value (e.g. the loss tensor).")
+
+
+def _precision(a: Side, b: Side) -> Precision:
+    run = lowest_precision([g for g in (a.graph, b.graph) if g is not None])
+    if a.ref is None or b.ref is None:
+        why = a.ref_error if a.ref is None else b.ref_error
+        side = "A" if a.ref is None else "B"
+        return Precision("fixed", run_dtype=run, why=f"side {side} cannot run in float64 ({why})")
+    refs = [a.ref[2], b.ref[2]]
+    ref, last = dominant_precision(refs), lowest_precision(refs)
+    if run is None or ref is None or last is None:
+        return Precision("fixed", run_dtype=run, why="no floating-point tensor in the graphs")
+    if EPS[ref] >= EPS[run]:
+        why = (f"the sides already compute in {run}" if run in ("float64", "complex128") else
+               f"the forward keeps {ref} even when its inputs and parameters are float64")
+        return Precision("fixed", run_dtype=run, ref_dtype=ref, why=why)
+    return Precision("float64", EPS[run], EPS[ref], run, ref, eps_last=EPS[last])
+
+
+def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
+    precision = _precision(a, b)
+    rows = []
+    outs64 = [flatten(s.ref[0]) if s.ref is not None else None for s in (a, b)]
+    for k, ((p, va), (_, vb)) in enumerate(zip(flatten(a.out), flatten(b.out))):
+        if isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor):
+            r64 = [o[k][1] if o is not None and k < len(o) and isinstance(o[k][1], torch.Tensor) else None
+                   for o in outs64]
+            rows.append(check(p, va.detach(), vb.detach(), precision, r64[0], r64[1], kind="output",
+                              missing="no value"))
+    for i, j in pair(a.grads, b.grads):
+        ga = a.grads[i] if i is not None else None
+        gb = b.grads[j] if j is not None else None
+        name = (ga or gb)[0]  # type: ignore[index]
+        if ga is not None and gb is not None and ga[0] != gb[0]:
+            name = f"{ga[0]} (B: {gb[0]})"
+        refs = [s.ref[1].get(g[1]) if s.ref is not None and g is not None else None for s, g in ((a, ga), (b, gb))]
+        rows.append(check(f"grad {name}", ga[2] if ga else None, gb[2] if gb else None, precision, refs[0], refs[1],
+                          kind="gradient", missing="no gradient"))
+    return summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
 
 
 # -- compare ----------------------------------------------------------------------------------------------------------
 def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
-            profile: bool = False, repeat: int = 20, **kwargs: Any) -> Diff:
+            profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
+            threads: Optional[int] = None, advise: bool = True, **kwargs: Any) -> Diff:
     """Run ``fn_a(*args, **kwargs)`` and ``fn_b(*args, **kwargs)``, each on its own copy of the inputs, and return the
-    :class:`~graphwidget.Diff` of their autograd graphs with ``equivalence`` filled in.
+    :class:`~graphwidget.Diff` of their autograd graphs with both verdicts.
 
-    Each side's forward runs under the recorder (source lines, module paths) and its backward is the gradient of
-    the output (the loss, or a gradient of ones for every output tensor that requires grad) with respect to every
-    input tensor that requires grad and every parameter. The outputs and those gradients are compared
-    (``d.equivalence``, per tensor; tolerances in ``docs/diff.md``): ``d.equivalent is False`` means the rewrite
-    changed the maths, and the summary, the view and the CLI say so first.
+    **Same maths?** (``d.equivalence``, ``d.equivalent``): every output and the gradient of every tensor that
+    receives one — arguments, parameters of the modules given or reached through closures and globals, found from
+    the captured graphs' leaves — compared between A and B and judged against a float64 run of each side: a
+    difference counts only when rounding cannot explain it (``docs/diff.md``). ``d.equivalent is False`` means the
+    rewrite changed the maths, and every surface says so first.
 
-    ``profile=True`` also times both sides, interleaved (one warmup round, then ``repeat`` rounds of A, B / B, A),
-    writes per-node median times into both graphs and the B/A backward ratio with a 95 % bootstrap interval into
-    ``d.timing``; an interval containing 1 is reported as "no measurable difference".
+    **Faster?** (``profile=True``; ``d.timing``): plain runs of both, interleaved (A, B, B, A, ...), with no per-node
+    instrumentation, timed by CPU time and wall clock (CUDA: events) until the whole step's verdict is decided or
+    ``budget`` seconds are spent; verdicts for the forward, the backward and the whole step (``d.timing["step"]``
+    …), each ``"faster"``, ``"slower"``, ``"same speed"`` (within ``±band``) or ``"not enough evidence"``. They
+    run with torch's threads as configured, or single-threaded on a machine whose cores are already busy (``threads``
+    forces a number; ``d.timing["threads_why"]`` says which and why). Per-node times come from ``repeat`` separate
+    instrumented rounds.
 
-    The caller's tensors, ``.grad``, module buffers and RNG state are left as they were (module docstring).
+    ``advise=True`` runs the advisor on both graphs (``d.a.findings``; the view shows what B resolved).
+
+    The caller's tensors, ``.grad``, parameters, buffers, RNG state, grad mode and default dtype are left as they
+    were (module docstring).
 
     >>> import graphwidget as gw
     >>> inp = gw.examples.homography_inputs(batch=2, height=16, width=16)
@@ -273,42 +308,85 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
                             f"nn.Module); got {type(fn).__name__}. Call it as gw.compare(fn_a, fn_b, *inputs).")
     if not isinstance(profile, bool):
         raise TypeError(f"graphwidget.compare: profile must be True or False; got {profile!r}.")
-    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 3:
-        raise ValueError(f"graphwidget.compare: repeat must be an integer >= 3 (the interval needs several paired "
-                         f"runs); got {repeat!r}.")
-    mods_a, mods_b = _modules(fn_a, args, kwargs), _modules(fn_b, args, kwargs)
-    all_mods = [m for _, m in mods_a + mods_b]
-    state = _State(all_mods, _devices(args, kwargs, all_mods))
-    params = named_parameters(mods_a + mods_b)
-    saved_grads = [(p, p.grad) for _, p in params]
-    results = []
-    copies = []
-    input_names: List[str] = []
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"graphwidget.compare: repeat (instrumented rounds for per-node times) must be an integer "
+                         f">= 1; got {repeat!r}.")
+    if not isinstance(band, (int, float)) or isinstance(band, bool) or not 0 <= band < 1:
+        raise ValueError(f"graphwidget.compare: band must be a fraction in [0, 1), e.g. 0.05 for ±5 %; got {band!r}.")
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or not budget > 0:
+        raise ValueError(f"graphwidget.compare: budget must be a number of seconds > 0; got {budget!r}.")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise ValueError(f"graphwidget.compare: threads must be None (as configured; 1 on a busy machine) or an "
+                         f"integer >= 1; got {threads!r}.")
+    arg_modules = _modules(args, kwargs)
+    sides = []
+    for fn, side, label in ((fn_a, "A", la), (fn_b, "B", lb)):
+        inputs = Inputs(args, kwargs)
+        sides.append(Side(fn, side, label, inputs, side_names(fn, inputs.names, arg_modules)))
+    a, b = sides
+    reachable = [t for s in sides for _, t in s.namer.items]
+    state = State(reachable, _devices(args, kwargs, reachable), [b for s in sides for b in s.namer.buffers])
+    saved_grads = [(t, t.grad) for t in reachable if t.grad_fn is None]
+    timing = None
     try:
-        for fn, side, label, mods in ((fn_a, "A", la, mods_a), (fn_b, "B", lb, mods_b)):
-            a, k, inputs = copy_inputs(args, kwargs)
-            input_names = [n for n, _ in inputs]
-            copies.append((fn, side, label, a, k))
+        for s in sides:
             state.reset()
-            results.append(_run(fn, side, label, a, k, inputs, mods))
-        ra, rb = results
-        _same_structure(ra, rb, la, lb)
-        equivalence = _equivalence(ra, rb, input_names)
-        timing = None
+            versions = {id(t): t._version for _, t in s.inputs.names}
+            s.run()
+            s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
+        _same_structure(a, b)
+        tensors = [x.tensor for x in state.saved]
+        for s in sides:
+            state.reset()
+            s.reference(args, kwargs, tensors)
+        equivalence = _equivalence(a, b)
         if profile:
-            from ..profiling.checks import guess_device
-            from .interleave import GradGuard, interleaved
-            guard = GradGuard()
-            try:
-                timing = interleaved([(_guarded(fn, side, label), a, k, state.reset)
-                                      for fn, side, label, a, k in copies],
-                                     [ra.graph, rb.graph], repeat, guard, guess_device(fn_a, args, kwargs))
-            finally:
-                guard.restore()
+            timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
     finally:
         state.reset()
-        for p, g in saved_grads:
-            p.grad = g
-    for r in results:
-        r.graph.output = r.out
-    return build(ra.graph, rb.graph, (la, lb), equivalence=equivalence, timing=timing)
+        for t, g in saved_grads:
+            t.grad = g
+        state.reset()
+    assert a.graph is not None and b.graph is not None
+    a.graph.output, b.graph.output = a.out, b.out
+    d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+    if advise:
+        _advise(d)
+    return d
+
+
+def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: float, threads: Optional[int],
+          fn_a: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """The speed verdict from plain runs, then per-node times from instrumented ones."""
+    from ..profiling.checks import guess_device
+    from . import speed
+    from .interleave import GradGuard, interleaved
+    device = guess_device(fn_a, args, kwargs)
+    guard = GradGuard()
+    try:
+        plain = [speed.Side(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
+                 for s in (a, b)]
+        timing = speed.measure(plain, band=band, budget_s=budget, threads=threads)
+        assert a.graph is not None and b.graph is not None
+        per_node = interleaved([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in (a, b)],
+                               [a.graph, b.graph], repeat, guard, device)
+    finally:
+        guard.restore()
+    timing["per_node"] = {"rounds": per_node["runs"], "instrumented": True, "order": per_node["order"]}
+    step = timing["step"]
+    timing.update(ratio=step["ratio"], low=step["low"], high=step["high"], runs=timing["rounds"],
+                  verdict=labelled(step["verdict"], b.label, band))
+    return timing
+
+
+def _advise(d: Diff) -> None:
+    """Both sides' findings, so the Findings tab and "resolved in B" need no extra call. A failing rule must not cost
+    the user the comparison: it becomes a warning."""
+    from ..analysis.advisor import advise
+    for g in (d.a, d.b):
+        try:
+            advise(g)
+        except Exception as exc:  # noqa: BLE001
+            warnings.warn(f"graphwidget.compare: the advisor failed on {g.meta.get('title')!r} "
+                          f"({type(exc).__name__}: {exc}); the comparison is complete without its findings.",
+                          RuntimeWarning, stacklevel=3)

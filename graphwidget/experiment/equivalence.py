@@ -1,91 +1,229 @@
-"""Do two implementations compute the same thing? Outputs and gradients of A and B, tensor by tensor.
+"""Do two implementations compute the same thing? Outputs and gradients of A and B, tensor by tensor, judged
+against what rounding can explain.
 
-Tolerance (per dtype, :data:`RTOL`): a tensor pair is close when its largest absolute difference is at most ``rtol``
-times the largest magnitude in either tensor. Measuring the error against the tensor's scale, not element by element,
-keeps a sum taken in another order (the usual effect of a rewrite: ~1e-6 in float32) from failing on one element
-that cancelled to nearly zero, while any real change of the maths (a missing term, a wrong index, a transposed
-weight) moves errors to the size of the values themselves. Integer and bool tensors must be equal. NaN must sit in
-the same places on both sides, and infinities must agree.
+A fixed tolerance cannot tell rounding from a change of maths: a badly conditioned network run in float32 can differ
+by a tenth between two memory layouts of the same convolutions, while GELU's tanh approximation moves a gradient by
+only 2e-4. So each side also runs once more in float64 (its inputs, parameters, buffers and the tensors it reaches
+upcast; the default dtype float64 while it runs: :mod:`.reference`), and for every tensor:
 
-Reported per tensor: ``allclose``, ``max_abs`` (largest ``|a - b|``), ``max_rel`` (``max_abs`` over that scale),
-the two shapes and dtypes, and a ``note`` when they cannot be compared element-wise.
+- ``ab``: the largest ``|A - B|`` (float32 vs float32, as the user ran them);
+- ``rounding``: the largest ``|A - A64|`` and ``|B - B64|``: how far each side's own rounding moved it;
+- ``ref_diff``: the largest ``|A64 - B64|``: the two *maths*, each run ~2^29 times more precisely.
+
+Rounding errors shrink with the precision of the arithmetic; a change of maths does not. So the two sides compute
+the same maths when ``ref_diff`` is within what float64 rounding can explain — each side's measured rounding scaled
+by the ratio of the precisions, plus a few units of the reference's own last place::
+
+    ref_diff <= K_ROUND * (rounding_a + rounding_b) * eps(reference) / eps(run) + K_FLOOR * eps(last) * scale
+
+(the triangle inequality then bounds ``ab`` by ``rounding_a + rounding_b + ref_diff``: what A and B disagree on in
+float32 is rounding). ``eps(run)`` is the least precise floating dtype either side computed in, ``eps(reference)``
+the dtype most of the reference runs computed in, ``eps(last)`` the least precise one left there (a forward that
+casts its loss to float32 itself ends in float32: one last rounding of the result).
+Values whose true size is about zero (a gradient that cancels exactly) are handled by the same rule: both float64
+results are then about zero too.
+
+When a float64 run is impossible (an op without float64 support, a forward that forces its own dtype everywhere,
+sides already in float64) the verdict falls back, loudly, to a fixed relative tolerance per dtype (:data:`RTOL`,
+against the tensor's largest magnitude), and says so.
+
+A gradient present on one side only (the tensor is detached, unused or frozen there) is a difference unless the
+other side's gradient is exactly zero: "zero gradient" (the tensor is in the graph, its gradient happens to be 0) is
+the same maths as "no gradient" (it is not in the graph), and the row says which is which.
+
+Reported per tensor: ``allclose``, ``max_abs`` and ``max_rel`` (A vs B, relative to the largest magnitude), and
+with a reference ``rounding``, ``ref_diff``, ``tol`` (relative too), the two shapes and dtypes, and a ``note``.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-#: Relative tolerance (against the tensor's largest magnitude) per floating dtype.
+#: Fixed relative tolerance (against the tensor's largest magnitude) per floating dtype: the fallback rule.
 RTOL: Dict[torch.dtype, float] = {
     torch.float64: 1e-7, torch.complex128: 1e-7,
     torch.float32: 1e-4, torch.complex64: 1e-4,
     torch.float16: 1e-2, torch.bfloat16: 3e-2,
 }
 _DEFAULT_RTOL = 1e-4
+#: Headroom on the scaled rounding of the two sides (rounding errors add up differently along different paths).
+K_ROUND = 8.0
+#: Units in the reference's last place that its own final rounding may account for.
+K_FLOOR = 16.0
+
+#: Machine epsilon of each floating dtype, by name (as graphs record dtypes).
+EPS: Dict[str, float] = {
+    "float64": 2.0 ** -52, "complex128": 2.0 ** -52, "float32": 2.0 ** -23, "complex64": 2.0 ** -23,
+    "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float8_e4m3fn": 2.0 ** -3, "float8_e5m2": 2.0 ** -2,
+    "float8_e4m3fnuz": 2.0 ** -3, "float8_e5m2fnuz": 2.0 ** -2,
+}
 
 
 def rtol_for(*dtypes: torch.dtype) -> float:
-    """The tolerance of the least precise of the dtypes."""
+    """The fixed tolerance of the least precise of the dtypes."""
     return max(RTOL.get(dt, _DEFAULT_RTOL) for dt in dtypes)
+
+
+def dtype_name(t: Optional[torch.Tensor]) -> Optional[str]:
+    return None if t is None else str(t.dtype).replace("torch.", "")
 
 
 def _shape(t: Optional[torch.Tensor]) -> Optional[List[int]]:
     return None if t is None else list(t.shape)
 
 
-def _dtype(t: Optional[torch.Tensor]) -> Optional[str]:
-    return None if t is None else str(t.dtype).replace("torch.", "")
+class Precision:
+    """How the comparison is judged: ``method`` ``"float64"`` (with ``eps_run``, ``eps_ref`` — the precision most of
+    the reference computed in — and ``eps_last`` — its least precise dtype, e.g. a final cast to float32) or
+    ``"fixed"`` (with the reason the float64 reference could not be used)."""
+
+    def __init__(self, method: str, eps_run: float = 0.0, eps_ref: float = 0.0, run_dtype: Optional[str] = None,
+                 ref_dtype: Optional[str] = None, why: Optional[str] = None, eps_last: float = 0.0) -> None:
+        self.method, self.eps_run, self.eps_ref, self.why = method, eps_run, eps_ref, why
+        self.eps_last = max(eps_last, eps_ref)
+        self.run_dtype, self.ref_dtype = run_dtype, ref_dtype
+
+    def record(self) -> Dict[str, Any]:
+        return {"method": self.method, "precision": self.run_dtype, "reference_precision": self.ref_dtype,
+                "fallback_reason": self.why}
 
 
-def check(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor]) -> Dict[str, Any]:
-    """One row of the equivalence table for tensors ``a`` (from A) and ``b`` (from B); ``None`` = no tensor."""
-    row: Dict[str, Any] = {"name": name, "allclose": False, "max_abs": None, "max_rel": None,
-                           "shape_a": _shape(a), "shape_b": _shape(b), "dtype_a": _dtype(a), "dtype_b": _dtype(b)}
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach()
+    if t.is_sparse:
+        t = t.to_dense()
+    return t.cpu()
+
+
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.complex128 if t.is_complex() else torch.float64)
+
+
+def _maxabs(t: torch.Tensor) -> float:
+    return float(t.abs().max()) if t.numel() else 0.0
+
+
+def check(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor], precision: Optional[Precision] = None,
+          a64: Optional[torch.Tensor] = None, b64: Optional[torch.Tensor] = None, kind: str = "output",
+          missing: str = "it") -> Dict[str, Any]:
+    """One row of the equivalence table for ``a`` (from A) and ``b`` (from B); ``None`` = that side has no tensor.
+    ``a64``/``b64``: the same tensors from the float64 runs (judged by :class:`Precision`; without them, or with
+    ``precision.method == "fixed"``, by :data:`RTOL`). ``missing`` words what a ``None`` means (``"no gradient"``)."""
+    row: Dict[str, Any] = {"name": name, "kind": kind, "allclose": False, "max_abs": None, "max_rel": None,
+                           "shape_a": _shape(a), "shape_b": _shape(b), "dtype_a": dtype_name(a),
+                           "dtype_b": dtype_name(b)}
     if a is None or b is None:
         if a is None and b is None:
-            row["allclose"] = True
-            row["note"] = "neither side has it"
+            row.update(allclose=True, note="neither side has it")
+            return row
+        present, side, other = (a, "A", "B") if b is None else (b, "B", "A")
+        assert present is not None
+        t = _dense(present)
+        zero = t.numel() == 0 or not bool((t != 0).any())
+        if zero:
+            row.update(allclose=True, max_abs=0.0, max_rel=0.0,
+                       note=f"zero gradient in {side}, {missing} in {other} (not in its graph): the same maths")
         else:
-            row["note"] = f"only {'B' if a is None else 'A'} has it"
+            row.update(only=side, note=f"{missing} in {other}: only {side} has it (detached, unused or frozen in "
+                                         f"{other}?)")
         return row
     if a.shape != b.shape:
         row["note"] = f"shapes differ: {list(a.shape)} vs {list(b.shape)}"
         return row
-    if a.is_sparse or b.is_sparse:
-        a, b = a.to_dense(), b.to_dense()
-    a, b = a.detach().cpu(), b.detach().cpu()
-    exact = not (a.is_floating_point() or a.is_complex()) and not (b.is_floating_point() or b.is_complex())
-    if a.numel() == 0:
-        row.update(allclose=True, max_abs=0.0, max_rel=0.0)
-        return row
-    if exact:
-        diff = (a.to(torch.int64) - b.to(torch.int64)).abs() if a.dtype != torch.bool else (a != b).to(torch.int64)
-        worst = float(diff.max())
-        row.update(allclose=worst == 0, max_abs=worst, max_rel=None if worst else 0.0)
-        return row
-    wide = torch.complex128 if (a.is_complex() or b.is_complex()) else torch.float64
-    x, y = a.to(wide), b.to(wide)
-    nan_x, nan_y = torch.isnan(x), torch.isnan(y)
-    if not torch.equal(nan_x, nan_y):
-        row["note"] = f"NaN in different places ({int(nan_x.sum())} in A, {int(nan_y.sum())} in B)"
-        return row
-    inf_x, inf_y = torch.isinf(x), torch.isinf(y)
-    if not torch.equal(inf_x, inf_y) or not torch.equal(x[inf_x], y[inf_y]):
-        row["note"] = "infinities differ"
-        return row
-    finite = ~(nan_x | inf_x)
-    x, y = x[finite], y[finite]
+    x, y = _dense(a), _dense(b)
+    exact = not (x.is_floating_point() or x.is_complex()) and not (y.is_floating_point() or y.is_complex())
     if x.numel() == 0:
         row.update(allclose=True, max_abs=0.0, max_rel=0.0)
         return row
-    max_abs = float((x - y).abs().max())
-    scale = max(float(x.abs().max()), float(y.abs().max()))
-    max_rel = max_abs / scale if scale > 0 else 0.0
-    row.update(max_abs=max_abs, max_rel=max_rel, allclose=max_rel <= rtol_for(a.dtype, b.dtype))
+    if exact:
+        diff = (x.to(torch.int64) - y.to(torch.int64)).abs() if x.dtype != torch.bool else (x != y).to(torch.int64)
+        worst = float(diff.max())
+        row.update(allclose=worst == 0, max_abs=worst, max_rel=None if worst else 0.0)
+        return row
+    xw, yw = _wide(x), _wide(y)
+    nan_x, nan_y = torch.isnan(xw), torch.isnan(yw)
+    if not torch.equal(nan_x, nan_y):
+        row["note"] = f"NaN in different places ({int(nan_x.sum())} in A, {int(nan_y.sum())} in B)"
+        return row
+    inf_x, inf_y = torch.isinf(xw), torch.isinf(yw)
+    if not torch.equal(inf_x, inf_y) or not torch.equal(xw[inf_x], yw[inf_y]):
+        row["note"] = "infinities differ"
+        return row
+    finite = ~(nan_x | inf_x)
+    xf, yf = xw[finite], yw[finite]
+    if xf.numel() == 0:
+        row.update(allclose=True, max_abs=0.0, max_rel=0.0)
+        return row
+    ab = _maxabs(xf - yf)
+    scale = max(_maxabs(xf), _maxabs(yf))
+    use_ref = (precision is not None and precision.method == "float64" and a64 is not None and b64 is not None
+               and a64.shape == a.shape and b64.shape == b.shape)
+    if use_ref:
+        assert precision is not None and a64 is not None and b64 is not None
+        x64, y64 = _wide(_dense(a64))[finite], _wide(_dense(b64))[finite]
+        scale = max(scale, _maxabs(x64), _maxabs(y64))
+        ra, rb = _maxabs(xf - x64), _maxabs(yf - y64)
+        ref = _maxabs(x64 - y64)
+        # Values whose true size is below the rounding noise (a gradient that cancels to zero): their relative
+        # figures say nothing; the rule below still holds for them.
+        row["near_zero"] = max(_maxabs(x64), _maxabs(y64)) <= ra + rb
+        tol = K_ROUND * (ra + rb) * precision.eps_ref / precision.eps_run + K_FLOOR * precision.eps_last * scale
+        rel = (lambda v: v / scale) if scale > 0 else (lambda v: 0.0)
+        row.update(max_abs=ab, max_rel=rel(ab), rounding=rel(max(ra, rb)), ref_diff=rel(ref), tol=rel(tol),
+                   allclose=ref <= tol)
+        if not row["allclose"]:
+            row["note"] = (f"A and B differ by {rel(ref):.2g} in float64 too, beyond what rounding explains "
+                           f"({rel(tol):.2g})")
+    else:
+        rtol = rtol_for(a.dtype, b.dtype)
+        max_rel = ab / scale if scale > 0 else 0.0
+        row.update(max_abs=ab, max_rel=max_rel, allclose=max_rel <= rtol, tol=rtol)
     if a.dtype != b.dtype:
-        row["note"] = f"dtypes differ: {_dtype(a)} vs {_dtype(b)}"
+        row["note"] = (row.get("note", "") + "; " if row.get("note") else "") + \
+            f"dtypes differ: {dtype_name(a)} vs {dtype_name(b)}"
     return row
+
+
+def _dtypes(graphs: Sequence[Any]) -> Dict[str, int]:
+    """How many node outputs, saved tensors and leaves of each floating dtype the graphs hold."""
+    count: Dict[str, int] = {}
+    for g in graphs:
+        for _, d in g.nx.nodes(data=True):
+            recs = list(d.get("outputs") or ()) + list(d.get("saved") or ()) + [d.get("tensor")]
+            for rec in recs:
+                dt = rec.get("dtype") if isinstance(rec, dict) else None
+                if dt in EPS:
+                    count[dt] = count.get(dt, 0) + 1
+    return count
+
+
+def lowest_precision(graphs: Sequence[Any]) -> Optional[str]:
+    """The least precise floating dtype any of the graphs computed in (node outputs, saved tensors, leaves)."""
+    found = _dtypes(graphs)
+    return max(found, key=lambda dt: EPS[dt]) if found else None
+
+
+def dominant_precision(graphs: Sequence[Any]) -> Optional[str]:
+    """The floating dtype most of the graphs' tensors have (a float64 run whose loss is cast to float32 at the end
+    is still a float64 run)."""
+    found = _dtypes(graphs)
+    return max(found, key=lambda dt: (found[dt], -EPS[dt])) if found else None
+
+
+def summarise(rows: Sequence[Dict[str, Any]], precision: Precision, mutated: Dict[str, List[str]]
+              ) -> Dict[str, Any]:
+    """The ``equivalence`` record: the verdict, how it was judged, the largest A-vs-B and rounding figures (over
+    the tensors whose true size is not about zero), what each side changed in place, and the rows."""
+    real = [r for r in rows if r.get("max_rel") is not None and r.get("rounding") is not None
+            and not r.get("near_zero")]
+    out = {"equivalent": all(r["allclose"] for r in rows), **precision.record(),
+           "near_zero": sum(1 for r in rows if r.get("near_zero")),
+           "ab": max((r["max_rel"] for r in real), default=None),
+           "rounding": max((r["rounding"] for r in real), default=None),
+           "mutated": {k: list(v) for k, v in mutated.items() if v},
+           "tensors": list(rows)}
+    return out
 
 
 def flatten(out: Any, path: str = "output") -> List[Tuple[str, Any]]:

@@ -1,16 +1,10 @@
-"""Timing two functions fairly: their runs interleaved, so that whatever drifts on the machine (another process, the
-CPU clock, the allocator) hits both sides alike, and the B/A ratio with a bootstrap interval over the paired rounds.
+"""Per-node times of two functions, measured fairly: instrumented runs (the lean op timer and the backward node
+hooks of :func:`graphwidget.profile`), interleaved so that whatever drifts on the machine hits both sides alike.
 
 One warmup round, then ``repeat`` rounds; round ``r`` runs A then B when ``r`` is even and B then A when it is odd
-(A, B, B, A, ...), so neither side always goes first. Each run is one call of the function and one backward, timed
-with :func:`graphwidget.profile`'s own machinery (``profiling/runner.py``: the lean op timer and the backward node
-hooks), never the recorder. Per side, node times and wall times are medians over the rounds (``stat="median"``).
-
-The ratio is the median over rounds of B's time divided by A's time *in the same round* (a slow spell of the machine
-slows both members of a round, and cancels), its interval a percentile bootstrap over whole rounds
-(:func:`graphwidget._util.stats.bootstrap_interval`). The verdict reads the interval, not the point estimate: a 95 %
-interval of B/A entirely below 1 is "B faster", entirely above 1 "B slower", anything containing 1 "no measurable
-difference".
+(A, B, B, A, ...). Per side, node times are medians over the rounds (``stat="median"``), written into the graphs.
+These runs carry per-node hooks, which cost more on the side with more nodes: the speed *verdict* never comes from
+them but from plain runs (:mod:`.speed`).
 """
 from __future__ import annotations
 
@@ -18,16 +12,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from .._util.stats import bootstrap_interval, median
 from ..model.graph import GradGraph
 from ..profiling.checks import structure_error
 from ..profiling.clocks import CpuClock, CudaClock
 from ..profiling.grads import Grads
 from ..profiling.hooks import Run, call_map
 from ..profiling.runner import GC_PAUSE, _one_run, annotate
-
-LEVEL = 0.95
-VERDICTS = ("B faster", "B slower", "no measurable difference")
 
 
 class GradGuard(Grads):
@@ -41,19 +31,6 @@ class GradGuard(Grads):
         self.saved.clear()
 
 
-def verdict(low: float, high: float) -> str:
-    if high < 1.0:
-        return "B faster"
-    if low > 1.0:
-        return "B slower"
-    return "no measurable difference"
-
-
-def paired_ratio(pairs: Sequence[Tuple[float, float]]) -> float:
-    """Median over the rounds of B's time / A's time in the same round: what drifts between rounds cancels."""
-    return median([b / a for a, b in pairs if a > 0]) or 0.0
-
-
 class _Side:
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
                  before: Callable[[], None]) -> None:
@@ -65,9 +42,9 @@ class _Side:
 
 def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping[str, Any], Callable[[], None]]],
                 graphs: Sequence[GradGraph], repeat: int, guard: GradGuard, device: torch.device) -> Dict[str, Any]:
-    """Time both sides over ``repeat`` interleaved rounds (after one warmup round), write per-node medians
-    (``fwd_ms``, ``bwd_ms``) and ``meta["timing"]`` into ``graphs`` (the two graphs already captured from the same
-    functions and inputs), and return the timing record of the diff document (backward B/A, interval, verdict).
+    """Time both sides over ``repeat`` interleaved instrumented rounds (after one warmup round), write per-node
+    medians (``fwd_ms``, ``bwd_ms``) and ``meta["timing"]`` into ``graphs`` (the two graphs already captured from the
+    same functions and inputs), and return how many rounds ran and in which order.
     ``before`` (per side) is called before every run (it resets the RNG and module buffers); ``device`` picks the
     clock (CUDA events on a CUDA device)."""
     dev = device
@@ -90,17 +67,7 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
     for s, g in zip(state, graphs):
         annotate(g, s.runs, stat="median", backward=True, repeat=repeat, warmup=1, device=dev, clock=clock,
                  interleaved=True)
-    pairs = [(a.bwd_wall, b.bwd_wall) for a, b in zip(state[0].runs, state[1].runs)]
-    ratio = paired_ratio(pairs)
-    low, high = bootstrap_interval(pairs, paired_ratio, level=LEVEL)
-    fpairs = [(a.fwd_wall, b.fwd_wall) for a, b in zip(state[0].runs, state[1].runs)]
-    flow, fhigh = bootstrap_interval(fpairs, paired_ratio, level=LEVEL)
-    return {"ratio": ratio, "low": low, "high": high, "runs": len(pairs), "verdict": verdict(low, high),
-            "level": LEVEL, "order": "A,B,B,A,...",
-            "backward_ms": [median([p[0] for p in pairs]), median([p[1] for p in pairs])],
-            "forward": {"ratio": paired_ratio(fpairs), "low": flow, "high": fhigh,
-                        "verdict": verdict(flow, fhigh),
-                        "forward_ms": [median([p[0] for p in fpairs]), median([p[1] for p in fpairs])]}}
+    return {"runs": len(state[0].runs), "order": "A,B,B,A,..."}
 
 
 def _measure(s: _Side, clock: Any, guard: GradGuard, token: object, keep: bool, graph: GradGraph) -> None:

@@ -91,18 +91,19 @@ def static_diff_html(d: Any, top: int = 8) -> str:
     s = d.summary()
     la, lb = (html.escape(x) for x in d.labels)
     rows = [("nodes", "nodes"), ("edges", "edges"), ("saved_bytes", "saved for backward"),
-            ("grad_bytes", "gradients written"), ("forward_ms", "forward ms"), ("backward_ms", "backward ms")]
+            ("grad_bytes", "gradients written"), ("forward_ms", "forward ms"), ("backward_ms", "backward ms"),
+            ("step_ms", "step ms")]
     body = "".join(
         f"<tr><th style='text-align:left'>{name}</th><td>{_fmt(k, s['a'][k])}</td><td>{_fmt(k, s['b'][k])}</td>"
         f"<td>{_fmt(k, s['delta'][k], True)}</td><td>{_ratio(s['ratio'][k])}</td></tr>" for k, name in rows)
-    verdicts: List[str] = []
+    verdicts: List[str] = [f"<p style='font-weight:bold'>{html.escape(s['sentence'])}</p>"]
     eq = equivalence_text(d)
     if eq:
         style = "color:#b00020;font-weight:bold" if d.equivalent is False else "color:#1b7f3b"
         verdicts.append(f"<p style='{style}'>{html.escape(eq)}</p>")
     tt = timing_text(d)
     if tt:
-        verdicts.append(f"<p>{html.escape(tt)}</p>")
+        verdicts.append(f"<pre>{html.escape(tt)}</pre>")
     ops = "".join(
         f"<tr><td>{html.escape(r['key'])}</td><td>{r['a']['count']}</td><td>{r['b']['count']}</td>"
         f"<td>{len(r['added'])}</td><td>{len(r['removed'])}</td><td>{len(r['changed'])}</td>"

@@ -3,12 +3,14 @@
 Compared: ``op`` (anchored roots may differ), ``outputs`` (shape, dtype, device of each forward output), ``out_stride``
 (when both graphs were traced), ``saved`` (name, shape, stride, dtype of each saved tensor), ``saved_bytes``,
 ``grad_bytes``, ``attrs`` (non-tensor saved values such as dims and repeats), ``tensor`` (a leaf's shape, stride,
-dtype, device, requires_grad) and the times ``fwd_ms`` / ``bwd_ms``. Not compared: where a node was created
-(``source``, ``code``, ``module``, ``seq``): two implementations always live on different lines.
+dtype, device, requires_grad). A node is "changed" only for such a change of structure or size, never for its
+times alone: per-node times are noisy, and a node whose tensors are the same does the same work (the time columns
+of the pair view and of the tables still show both). Not compared: where a node was created (``source``, ``code``,
+``module``, ``seq``): two implementations always live on different lines.
 
-Times are noisy, so a time counts as changed only when both are measured and they differ by at least
-:data:`TIME_RATIO` times *and* by at least :data:`TIME_FLOOR_MS` (a 2 µs node that takes 4 µs in the next run has
-not changed).
+:func:`times_differ` is the noise rule the per-op and per-line tables use for their time columns: both measured and
+apart by at least :data:`TIME_RATIO` times *and* :data:`TIME_FLOOR_MS` (a node of a few µs that takes twice as
+long in the next run has not changed).
 """
 from __future__ import annotations
 
@@ -19,8 +21,7 @@ TIME_RATIO = 1.5
 #: ... and at least this many milliseconds apart.
 TIME_FLOOR_MS = 0.05
 
-FIELDS = ("op", "outputs", "out_stride", "saved", "saved_bytes", "grad_bytes", "attrs", "tensor", "fwd_ms",
-          "bwd_ms")
+FIELDS = ("op", "outputs", "out_stride", "saved", "saved_bytes", "grad_bytes", "attrs", "tensor")
 
 _TENSOR_KEYS = ("shape", "stride", "dtype", "device", "requires_grad")
 _SAVED_KEYS = ("name", "shape", "stride", "dtype")
@@ -77,10 +78,4 @@ def changed_fields(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
     x, y = g("tensor"), h("tensor")
     if x != y and _tensor(x) != _tensor(y):
         out.append("tensor")
-    x, y = g("fwd_ms"), h("fwd_ms")
-    if x is not None and y is not None and times_differ(x, y):
-        out.append("fwd_ms")
-    x, y = g("bwd_ms"), h("bwd_ms")
-    if x is not None and y is not None and times_differ(x, y):
-        out.append("bwd_ms")
     return out

@@ -1,0 +1,136 @@
+"""The two verdicts of a comparison in words: "same maths?" and "faster?" (torch-free; ``docs/diff.md``).
+
+Speed is judged on the ratio ``B/A`` of one phase (forward, backward, or the whole step) and its 95 % interval, with
+a band of practical equivalence (default ±5 %):
+
+- ``"faster"`` / ``"slower"``: the interval lies wholly below / above 1 and the ratio itself is outside the band
+  (B is measurably and meaningfully faster or slower);
+- ``"same speed"``: the whole interval lies inside the band (any difference is smaller than the band);
+- ``"not enough evidence"``: anything else (the interval straddles 1, or a band edge): more runs would tell.
+
+:func:`sentence` is the one line a reviewer can paste into a pull request; every surface (the report's first line,
+the diff view's strip, the command line, the plain-text display) leads with it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from ..._util.text import human_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import Diff
+
+FASTER, SLOWER, SAME, UNCLEAR = "faster", "slower", "same speed", "not enough evidence"
+SPEED_VERDICTS = (FASTER, SLOWER, SAME, UNCLEAR)
+#: Default band of practical equivalence: within ±5 % is "the same speed".
+BAND = 0.05
+PHASES = ("step", "forward", "backward")
+_PHASE_WORDS = {"step": "whole step", "forward": "forward", "backward": "backward"}
+
+
+def speed_verdict(ratio: float, low: float, high: float, band: float = BAND) -> str:
+    """One of :data:`SPEED_VERDICTS` for a ratio B/A and its interval (module docstring)."""
+    lo_edge, hi_edge = 1.0 / (1.0 + band), 1.0 + band
+    if lo_edge < low and high < hi_edge:
+        return SAME
+    if high < 1.0 and ratio <= lo_edge:
+        return FASTER
+    if low > 1.0 and ratio >= hi_edge:
+        return SLOWER
+    return UNCLEAR
+
+
+def labelled(verdict: str, label_b: str, band: float = BAND) -> str:
+    """``"broadcast faster"``, ``"same speed within ±5 %"``, ``"not enough evidence"``: the side named by label."""
+    if verdict in (FASTER, SLOWER):
+        return f"{label_b} {verdict}"
+    if verdict == SAME:
+        return f"same speed within ±{band * 100:g} %"
+    return verdict
+
+
+def factor(x: float) -> str:
+    """``3.1`` / ``1.08``: two significant digits below 2, one decimal above."""
+    return f"{x:.2f}" if x < 1.995 else f"{x:.1f}"
+
+
+def phase_text(name: str, t: Dict[str, Any], band: float = BAND) -> Optional[str]:
+    """``"whole step 3.1× faster [2.6–3.7]"``: one phase of a timing record in words (``None`` when absent)."""
+    if not isinstance(t, dict) or t.get("ratio") is None:
+        return None
+    r, lo, hi, v = t["ratio"], t.get("low"), t.get("high"), t.get("verdict")
+    what = _PHASE_WORDS.get(name, name)
+    if v == FASTER and r > 0 and lo and hi:
+        return f"{what} {factor(1 / r)}× faster [{factor(1 / hi)}–{factor(1 / lo)}]"
+    if v == SLOWER and lo and hi:
+        return f"{what} {factor(r)}× slower [{factor(lo)}–{factor(hi)}]"
+    if v == SAME:
+        return f"{what} same speed (within ±{band * 100:g} %)"
+    if lo is not None and hi is not None:
+        return f"{what}: not enough evidence (B/A {r:.2f} [{lo:.2f}–{hi:.2f}])"
+    return None
+
+
+def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B")) -> Optional[str]:
+    """``"same maths (float32 rounding)"`` / ``"NOT EQUIVALENT, the maths changed (fc1.weight: gradient only in
+    A)"`` / ``None`` when not checked."""
+    if not eq:
+        return None
+    if eq.get("equivalent"):
+        if eq.get("method") == "float64":
+            return f"same maths ({eq.get('precision') or 'float'} rounding)"
+        return "same maths (fixed tolerance: no float64 reference)"
+    bad = [t for t in eq.get("tensors") or [] if not t.get("allclose")]
+    if not bad:
+        return "NOT EQUIVALENT, the maths changed"
+    return (f"NOT EQUIVALENT, the maths changed ({_why(bad[0], labels)}" +
+            (f"; +{len(bad) - 1} more" if len(bad) > 1 else "") + ")")
+
+
+def _why(t: Dict[str, Any], labels: Any) -> str:
+    name = str(t.get("name"))
+    note = str(t.get("note") or "")
+    if t.get("only") in ("A", "B"):
+        side = labels[0] if t["only"] == "A" else labels[1]
+        what = "gradient" if t.get("kind") == "gradient" else "value"
+        return f"{name.replace('grad ', '', 1)}: {what} only in {side}"
+    if note.startswith("shapes differ"):
+        return f"{name}: {note}"
+    if t.get("ref_diff") is not None:
+        return f"{name} differs by {t['ref_diff']:.2g}, rounding explains {t.get('tol') or 0:.2g}"
+    if t.get("max_rel") is not None:
+        return f"{name} differs by {t['max_rel']:.2g} (tolerance {t.get('tol') or 0:.2g})"
+    return f"{name}: {note}" if note else name
+
+
+def memory_text(s: Dict[str, Any]) -> List[str]:
+    """``["−78 MiB gradients written"]``: the byte deltas of a diff's summary worth saying (at least 1 % and
+    1 KiB)."""
+    out = []
+    for key, words in (("grad_bytes", "gradients written"), ("saved_bytes", "saved for backward")):
+        a, delta = s["a"].get(key), s["delta"].get(key)
+        if a is None or delta is None or abs(delta) < 1024 or (a and abs(delta) < 0.01 * a):
+            continue
+        sign = "−" if delta < 0 else "+"
+        out.append(f"{sign}{human_bytes(abs(delta))} {words}")
+    return out
+
+
+def sentence(d: "Diff", summary: Optional[Dict[str, Any]] = None) -> str:
+    """The one line: ``"broadcast vs repeat: same maths (float32 rounding); whole step 3.1× faster [2.6–3.7];
+    backward 3.3× faster; −78 MiB gradients written"`` (``summary``: the diff's, when already computed)."""
+    la, lb = d.labels
+    parts: List[str] = []
+    maths = maths_text(d.equivalence, d.labels)
+    if maths:
+        parts.append(maths)
+    t = d.timing or {}
+    band = t.get("band", BAND) if isinstance(t.get("band"), (int, float)) else BAND
+    for phase in ("step", "backward"):
+        text = phase_text(phase, t.get(phase) or {}, band)
+        if text:
+            parts.append(text)
+    parts.extend(memory_text(summary if summary is not None else d.summary()))
+    if not parts:
+        parts.append(f"{len(d.removed)} nodes only in {la}, {len(d.added)} only in {lb}, {len(d.changed)} changed")
+    return f"{lb} vs {la}: " + "; ".join(parts)

@@ -1,0 +1,229 @@
+"""Which side is faster: plain runs of both functions, interleaved, with no per-node instrumentation at all.
+
+The verdict's numbers never come from hooked runs: per-node hooks cost more on the side with more nodes and bias the
+ratio. Each measurement is ``inner`` plain calls of the function and ``torch.autograd.backward`` of its output, timed
+around the forward and around the backward — on the CPU by the wall clock *and* by the process's CPU time (the work
+of this process's threads), on CUDA by events — and keeps the fastest call of each phase: on a busy machine
+interference only ever adds time, so the fastest of a few calls is what the code costs, and it moves far less with
+the load of the moment than a mean does.
+
+Threads: on a machine whose cores are all busy already (the load average is at least the number of cores this
+process may use), torch's intra-op threads mostly wait for one another at every parallel region — a descheduled
+thread stalls the rest — and multi-threaded timings measure the scheduler, not the code. There, unless ``threads``
+says otherwise, both sides are timed single-threaded, and the record says so and why.
+
+Rounds alternate the order (A, B, then B, A, ...) so drift hits both sides alike; a round's ratio is B's time over
+A's in that round, the ratio reported is the median over rounds, with a percentile bootstrap interval over whole
+rounds. Sampling is adaptive: after :data:`MIN_ROUNDS` rounds it stops as soon as the whole step's verdict is decided
+(:func:`~graphwidget.analysis.diff.verdicts.speed_verdict`), or when the time budget is spent, and says which. On the
+CPU the verdict uses the clock whose interval for the whole step is the narrower (the more stable under the load of
+the moment), and says which; every phase is then judged on that clock, so one ratio is shown everywhere.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+from .._util.stats import bootstrap_interval, median
+from ..analysis.diff.verdicts import BAND, UNCLEAR, speed_verdict
+from ..profiling.checks import select_roots
+
+#: Rounds before the first look at the verdict.
+MIN_ROUNDS = 8
+#: Fewest rounds a spent budget may stop at.
+MIN_ROUNDS_BUDGET = 5
+MAX_ROUNDS = 400
+#: A measurement repeats the call until it lasts about this long, at least :data:`MIN_INNER` times, unless one call
+#: is slower than :data:`SLOW_MS` (then once: the rounds themselves repeat it).
+TARGET_MS = 10.0
+MIN_INNER = 3
+MAX_INNER = 64
+SLOW_MS = 200.0
+LEVEL = 0.95
+PHASES = ("step", "forward", "backward")
+
+#: The fastest forward, backward and step of a measurement, by wall clock (CUDA: events) then by CPU time (ms).
+Phase = Tuple[float, float, float, float, float, float]
+
+
+def paired_ratio(pairs: Sequence[Tuple[float, float]]) -> float:
+    """Median over the rounds of B's time / A's time in the same round: what drifts between rounds cancels."""
+    return median([b / a for a, b in pairs if a > 0]) or 0.0
+
+
+class Side:
+    """One function, its arguments, what resets state before a measurement, and the leaves its backward writes
+    ``.grad`` into (cleared before each backward by ``guard``, so nothing accumulates)."""
+
+    def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
+                 before: Callable[[], None], leaves: Sequence[torch.Tensor], guard: Any,
+                 device: torch.device) -> None:
+        self.fn, self.args, self.kwargs, self.before = fn, args, kwargs, before
+        self.leaves, self.guard, self.device = list(leaves), guard, device
+        self.samples: List[Phase] = []
+
+    def measure(self, inner: int) -> Phase:
+        """The fastest of ``inner`` calls, per phase: ``(forward, backward)`` wall (or CUDA event) ms, then the
+        same by CPU time; the step is judged on the fastest call's sum (see :func:`_phase`)."""
+        self.before()
+        best: List[float] = [math.inf] * 6  # forward, backward, step: wall then CPU
+        cuda = self.device.type == "cuda"
+        for _ in range(inner):
+            if cuda:
+                ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                ev[0].record()
+            c0, w0 = time.process_time_ns(), time.perf_counter_ns()
+            out = self.fn(*self.args, **self.kwargs)
+            if cuda:
+                ev[1].record()
+            c1, w1 = time.process_time_ns(), time.perf_counter_ns()
+            roots = select_roots(out)
+            ones = [torch.ones_like(r) for r in roots]
+            self.guard.before_backward(self.leaves)
+            c2, w2 = time.process_time_ns(), time.perf_counter_ns()
+            torch.autograd.backward(roots, ones)
+            if cuda:
+                ev[2].record()
+                torch.cuda.synchronize(self.device)
+            c3, w3 = time.process_time_ns(), time.perf_counter_ns()
+            if cuda:
+                fw, bw = ev[0].elapsed_time(ev[1]), ev[1].elapsed_time(ev[2])
+            else:
+                fw, bw = (w1 - w0) / 1e6, (w3 - w2) / 1e6
+            fc, bc = (c1 - c0) / 1e6, (c3 - c2) / 1e6
+            for k, v in enumerate((fw, bw, fw + bw, fc, bc, fc + bc)):
+                best[k] = min(best[k], v)
+            del out, roots, ones
+        return tuple(best)  # type: ignore[return-value]
+
+
+def _phase(samples: Sequence[Phase], phase: str, cpu: bool) -> List[float]:
+    k = ("forward", "backward", "step").index(phase) + (3 if cpu else 0)
+    return [s[k] for s in samples]
+
+
+def _judge(a: Sequence[Phase], b: Sequence[Phase], phase: str, cpu: bool, band: float,
+           resamples: int) -> Dict[str, Any]:
+    pairs = list(zip(_phase(a, phase, cpu), _phase(b, phase, cpu)))
+    ratio = paired_ratio(pairs)
+    low, high = bootstrap_interval(pairs, paired_ratio, level=LEVEL, resamples=resamples)
+    return {"ratio": ratio, "low": low, "high": high, "verdict": speed_verdict(ratio, low, high, band),
+            "ms": [median([p[0] for p in pairs]), median([p[1] for p in pairs])]}
+
+
+def _width(t: Dict[str, Any]) -> float:
+    return math.log(t["high"] / t["low"]) if t["low"] > 0 and t["high"] > 0 else math.inf
+
+
+def _clock(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, band: float,
+           resamples: int) -> Tuple[bool, Dict[str, Any]]:
+    """``(use CPU time?, the whole step judged on that clock)``: CPU time when its interval for the whole step is
+    the narrower, else the wall clock (CUDA: events)."""
+    wall = _judge(a, b, "step", False, band, resamples)
+    if cuda:
+        return False, wall
+    cpu = _judge(a, b, "step", True, band, resamples)
+    return (True, cpu) if _width(cpu) < _width(wall) else (False, wall)
+
+
+def busy() -> Tuple[float, int]:
+    """The 1-minute load average and how many cores this process may run on."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows
+        load = 0.0
+    return load, cores
+
+
+def choose_threads(threads: Optional[int], cuda: bool) -> Tuple[int, str]:
+    """How many intra-op threads to time with, and why (module docstring)."""
+    now = torch.get_num_threads()
+    if threads is not None:
+        return threads, f"{threads} thread{'s' if threads != 1 else ''}, as asked"
+    if cuda:
+        return now, f"{now} threads, as configured (CUDA: the work is on the device)"
+    load, cores = busy()
+    if now > 1 and load >= cores:
+        return 1, (f"1 thread instead of the configured {now}: the machine is busy (load {load:.1f} on {cores} "
+                   f"cores), where multi-threaded runs mostly measure threads waiting for one another; pass "
+                   f"threads={now} to time them anyway")
+    return now, f"{now} thread{'s' if now != 1 else ''}, as configured (load {load:.1f} on {cores} cores)"
+
+
+def measure(sides: Sequence[Side], band: float = BAND, budget_s: float = 3.0, threads: Optional[int] = None,
+            min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS) -> Dict[str, Any]:
+    """Time both sides (module docstring) and return the timing record of the diff document: per phase
+    (``step``, ``forward``, ``backward``) the ratio B/A on the chosen clock, its interval, the verdict and both
+    sides' median ms, plus the ratios on the other clock, the threads used, the number of rounds and why sampling
+    stopped. ``threads``: intra-op threads to time with (``None``: as configured, or 1 on a busy machine)."""
+    cuda = sides[0].device.type == "cuda"
+    n, why = choose_threads(threads, cuda)
+    before = torch.get_num_threads()
+    try:
+        if n != before:
+            torch.set_num_threads(n)
+        out = _measure(sides, band, budget_s, min_rounds, max_rounds, cuda)
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+    out.update(threads=n, threads_why=why)
+    return out
+
+
+def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: int, max_rounds: int,
+             cuda: bool) -> Dict[str, Any]:
+    a, b = sides
+    for s in sides:  # warm-up: first calls compile, allocate, fill caches
+        s.measure(1)
+    step_ms = min(s.measure(1)[2] for s in sides)
+    inner = 1 if step_ms > SLOW_MS else max(MIN_INNER, min(MAX_INNER, math.ceil(TARGET_MS / max(step_ms, 1e-3))))
+    start = time.perf_counter()
+    stopped = "max rounds"
+    rounds, next_look = 0, max(2, min_rounds + min_rounds % 2)
+    while rounds < max_rounds:
+        for i in ((0, 1) if rounds % 2 == 0 else (1, 0)):
+            sides[i].samples.append(sides[i].measure(inner))
+        rounds += 1
+        if rounds % 2:
+            continue  # decide on whole pairs of orders only
+        if rounds >= next_look:
+            # looks grow apart (x1.25): the bootstrap costs more with more rounds, and early looks matter most
+            next_look = rounds + max(2, 2 * (rounds // 8))
+            if _clock(a.samples, b.samples, cuda, band, 400)[1]["verdict"] != UNCLEAR:
+                stopped = "decided"
+                break
+        if time.perf_counter() - start > budget_s and rounds >= MIN_ROUNDS_BUDGET:
+            stopped = "budget"
+            break
+    use_cpu = _clock(a.samples, b.samples, cuda, band, 2000)[0]
+    out: Dict[str, Any] = {
+        "clock": "cuda events" if cuda else ("cpu" if use_cpu else "wall"),
+        "clock_why": ("CUDA events around the forward and the backward" if cuda else
+                      ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
+                       if use_cpu else "wall clock: its interval was the narrower")),
+        "band": band, "level": LEVEL, "rounds": rounds, "inner": inner, "stopped": stopped,
+        "budget_s": budget_s, "seconds": round(time.perf_counter() - start, 3), "order": "A,B,B,A,...",
+        "instrumented": False,
+    }
+    for phase in PHASES:
+        t = _judge(a.samples, b.samples, phase, use_cpu, band, 2000)
+        if not cuda:
+            other = _judge(a.samples, b.samples, phase, not use_cpu, band, 2000)
+            t["wall" if use_cpu else "cpu"] = {k: other[k] for k in ("ratio", "low", "high", "verdict", "ms")}
+        out[phase] = t
+    return out
+
+
+def leaves_of(out: Any) -> List[torch.Tensor]:
+    """The leaves a backward from ``out`` writes ``.grad`` into (to clear them between runs)."""
+    from .naming import leaf_tensors
+    roots: Optional[List[torch.Tensor]] = select_roots(out)
+    return leaf_tensors(roots or [])

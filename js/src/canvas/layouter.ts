@@ -109,18 +109,36 @@ export class Layouter {
   }
 }
 
-/** What the layout needs of a view: box sizes, edges and, when groups are open, the frames. */
+/**
+ * What the layout needs of a view: box sizes, edges and, when groups are open, the frames. One pass over the items
+ * and one over the edges: on an expand-all of a big graph this runs on the main thread before the worker starts.
+ */
 export function layoutInput(view: ViewGraph): LayoutInput {
-  const input: LayoutInput = {
-    w: Float64Array.from(view.items, (it) => it.w),
-    h: Float64Array.from(view.items, (it) => it.h),
-    src: Int32Array.from(view.edges, (e) => e.s),
-    dst: Int32Array.from(view.edges, (e) => e.t),
-  };
-  if (view.frames.length) {
-    input.owner = Int32Array.from(view.items, (it) => it.frame);
-    input.fparent = Int32Array.from(view.frames, (f) => f.parent);
-    input.fminw = Float64Array.from(view.frames, (f) => f.minW);
+  const { items, edges, frames } = view;
+  const n = items.length, m = edges.length, nf = frames.length;
+  const w = new Float64Array(n), h = new Float64Array(n);
+  const owner = nf ? new Int32Array(n) : null;
+  for (let i = 0; i < n; i++) {
+    const it = items[i];
+    w[i] = it.w;
+    h[i] = it.h;
+    if (owner) owner[i] = it.frame;
+  }
+  const src = new Int32Array(m), dst = new Int32Array(m);
+  for (let k = 0; k < m; k++) {
+    src[k] = edges[k].s;
+    dst[k] = edges[k].t;
+  }
+  const input: LayoutInput = { w, h, src, dst };
+  if (owner) {
+    const fparent = new Int32Array(nf), fminw = new Float64Array(nf);
+    for (let f = 0; f < nf; f++) {
+      fparent[f] = frames[f].parent;
+      fminw[f] = frames[f].minW;
+    }
+    input.owner = owner;
+    input.fparent = fparent;
+    input.fminw = fminw;
   }
   return input;
 }

@@ -9,7 +9,7 @@
 import type { GraphPane } from "./pane";
 import type { PaneViewport } from "./viewport";
 import { hitEdge, hitFrameTitle, hitItem } from "./geometry";
-import { tooltipLines } from "../ui/tooltip";
+import { tooltipLines } from "./tooltip";
 
 /** Screen position (relative to the canvas) and the world point under it. */
 function pointerAt(pane: GraphPane, ev: { clientX: number; clientY: number }): { wx: number; wy: number; sx: number; sy: number } {

@@ -6,6 +6,10 @@ from typing import Any, Dict, List
 
 STATIC = Path(__file__).resolve().parents[2] / "graphwidget" / "static"
 
+#: The fake anywidget model (class FakeModel, function toView) of the pages that run the widget bundle outside
+#: Jupyter: JS text to put at the top of a page's script.
+FAKE_MODEL_JS = (Path(__file__).resolve().parent / "fake_model.js").read_text(encoding="utf-8")
+
 
 class Watched:
     """A page whose every network request is recorded and refused, with page errors and dialogs collected."""

@@ -13,7 +13,7 @@ from typing import Any, Dict
 import fixtures as fx
 import pytest
 from model_graphs import SCREENS
-from pagekit import STATIC
+from pagekit import FAKE_MODEL_JS, STATIC
 
 from graphwidget.views.widget import GraphWidget
 
@@ -28,18 +28,7 @@ body { margin: 0; font: 14px sans-serif; } .cell { height: 700px; padding: 8px; 
 <div id="host" style="%(host)s"></div>
 <div class="cell">cell below</div>
 <script type="module">
-class FakeModel {
-  constructor(state) { this.state = state; this.handlers = {}; }
-  get(k) { return this.state[k]; }
-  set(k, v) { const old = this.state[k]; this.state[k] = v; if (old !== v) { this.emit("change:" + k); this.emit("change"); } }
-  on(e, cb) { (this.handlers[e] ??= []).push(cb); }
-  off(e, cb) { this.handlers[e] = (this.handlers[e] || []).filter((f) => f !== cb); }
-  emit(e) { for (const f of this.handlers[e] || []) f(); }
-  save_changes() {}
-  send() {}
-}
-const toView = (b64) => { const s = atob(b64); const u = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
+%(fake_model)s
 const mod = await import("./widget.js");
 const state = JSON.parse(document.getElementById("state").textContent);
 mod.default.render({ model: new FakeModel({ ...state, _graph: toView(state._graph) }), el: document.getElementById("host") });
@@ -57,7 +46,8 @@ def state_of(graph: Any, **kw: Any) -> Dict[str, Any]:
 def open_notebook(watched: Any, graph: Any, *, width: int = 1400, host: str = "width: 100%", extra: str = "",
                   viewport_h: int = 900, scheme: str = "light", **kw: Any) -> Any:
     w = watched(viewport={"width": width, "height": viewport_h}, color_scheme=scheme)
-    w.serve(ORIGIN + "index.html", body=PAGE % {"state": json.dumps(state_of(graph, **kw)), "host": host, "extra": extra},
+    w.serve(ORIGIN + "index.html", body=PAGE % {"state": json.dumps(state_of(graph, **kw)), "host": host, "extra": extra,
+                                                  "fake_model": FAKE_MODEL_JS},
             ctype="text/html")
     w.serve(ORIGIN + "widget.js", STATIC / "widget.js")
     w.page.goto(ORIGIN + "index.html")

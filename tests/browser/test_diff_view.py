@@ -15,7 +15,7 @@ from typing import Any, Dict
 import diff_fixtures as dfx
 import fixtures as fx
 import pytest
-from pagekit import STATIC, wait_ready
+from pagekit import FAKE_MODEL_JS, STATIC, wait_ready
 
 API = "document.querySelector('.graphwidget-root').graphwidget"
 
@@ -274,26 +274,17 @@ ORIGIN = "http://widget.test/"
 PAGE = """<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0">
 <div id="host" style="width:1300px"></div>
 <script type="module">
-class FakeModel {
-  constructor(state) { this.state = state; this.handlers = {}; this.saved = []; }
-  get(k) { return this.state[k]; }
-  set(k, v) { const old = this.state[k]; this.state[k] = v; if (old !== v) { this.emit("change:" + k); this.emit("change"); } }
-  on(e, cb) { (this.handlers[e] ??= []).push(cb); }
-  off(e, cb) { this.handlers[e] = (this.handlers[e] || []).filter((f) => f !== cb); }
-  emit(e) { for (const f of this.handlers[e] || []) f(); }
-  save_changes() { const s = this.state; this.saved.push({ selected_a: s.selected_a, selected_b: s.selected_b, sync: s.sync, colour_by: s.colour_by }); }
-}
-const toView = (b64) => { const s = atob(b64); const u = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
+%(fake_model)s
 const mod = await import("./widget.js");
 window.widget = mod;
 window.mountWidget = (state) => {
-  const model = new FakeModel({ ...state, _diff: toView(state._diff), _graph: new DataView(new ArrayBuffer(0)) });
+  const model = new FakeModel({ ...state, _diff: toView(state._diff), _graph: new DataView(new ArrayBuffer(0)) },
+    ["selected_a", "selected_b", "sync", "colour_by"]);
   window.model = model;
   window.cleanup = mod.default.render({ model, el: document.getElementById("host") });
 };
 window.moduleLoaded = true;
-</script></body></html>"""
+</script></body></html>""" % {"fake_model": FAKE_MODEL_JS}
 
 
 def mount_widget(watched: Any, doc: Dict[str, Any], **state: Any) -> Any:

@@ -151,6 +151,22 @@ def test_colour_switch_changes_legend(watched: Any, tmp_path: Path) -> None:
     w.assert_clean()
 
 
+def test_the_page_opens_on_the_colour_python_chose(watched: Any, tmp_path: Path) -> None:
+    """The default colour is decided once, in Python (views/payload.py:default_colour), and written into the page
+    as data-colour; the viewer opens on what it is told, not on a rule of its own."""
+    g = fx.mlp(4, timed=True)
+    page_text = render_html(g)
+    assert 'data-colour="bwd_ms"' in page_text
+    path = tmp_path / "told.html"
+    path.write_text(page_text.replace('data-colour="bwd_ms"', 'data-colour="fwd_ms"'), encoding="utf-8")
+    w = watched(viewport={"width": 1300, "height": 800})
+    w.page.goto(path.as_uri())
+    wait_ready(w.page)
+    assert api(w.page, "a.colour()") == "fwd_ms"
+    assert w.page.locator(".gw-colour").input_value() == "fwd_ms"
+    w.assert_clean()
+
+
 def test_untimed_graph_defaults_to_saved_bytes_and_disables_times(watched: Any, tmp_path: Path) -> None:
     w = open_export(watched, tmp_path, fx.random_dag(50, timed=False))
     assert api(w.page, "a.colour()") == "saved_bytes"

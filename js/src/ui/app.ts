@@ -7,7 +7,7 @@
 import { decodeGraph } from "../model/decode";
 import { GraphModel } from "../model/graph";
 import { Hierarchy, type Cluster } from "../model/grouping";
-import { defaultMetric, isMetricName, makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
+import { isMetricName, makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
 import { maskOf, searchNodes } from "../model/search";
 import { formatCount } from "../model/format";
 import { GraphPane } from "../canvas/pane";
@@ -28,7 +28,7 @@ import type { GraphDoc } from "../schema/types";
 export interface AppOptions {
   /** CSS height of the whole view ("600px", "100%") */
   height?: string;
-  /** colour metric to start with; default: backward time for timed graphs, else gradient or saved bytes */
+  /** colour metric to start with: the graph's default colour as Python chose it (default: saved bytes) */
   metric?: MetricName | null;
   /** fired on every selection change; user = it came from a click/keypress in this view */
   onSelect?(id: number | null, user: boolean): void;
@@ -148,9 +148,9 @@ export class App {
     this.hiers = [];
     this.panes = [];
     const docs = specs.map((s) => s.doc);
-    const hasGradBytes = docs.some((d) => d.nodes.some((n) => (n.grad_bytes ?? 0) > 0));
-    const metric = this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric
-      : defaultMetric(docs.some((d) => d.meta.timed), hasGradBytes);
+    // The default colour is decided in Python (graphwidget/views/payload.py:default_colour) and arrives as the
+    // widget's colour_by or the export's data-colour; without one, saved bytes (every graph has them).
+    const metric: MetricName = this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric : "saved_bytes";
     this.metric = metric;
     const drawn: Promise<void>[] = [];
     for (let k = 0; k < models.length; k++) {

@@ -13,7 +13,7 @@ from typing import Any, Dict
 import fixtures as fx
 import pytest
 from model_graphs import SCREENS
-from pagekit import FAKE_MODEL_JS, STATIC
+from pagekit import FAKE_MODEL_JS, STATIC, wait_until
 
 from graphwidget.views.widget import GraphWidget
 
@@ -60,6 +60,13 @@ def api(page: Any, expr: str) -> Any:
     return page.evaluate(f"async () => {{ const a = {API}; return await ({expr}); }}")
 
 
+def canvas_follows(page: Any) -> bool:
+    """True once the canvas has the pane's current size: the pane's ResizeObserver ran (and moved its camera)."""
+    return bool(page.evaluate("""() => { const p = document.querySelector('.gw-pane').getBoundingClientRect();
+        const c = document.querySelector('.gw-canvas'), d = devicePixelRatio || 1;
+        return c.width === Math.round(p.width * d) && c.height === Math.round(p.height * d); }"""))
+
+
 def camera_scale(page: Any) -> float:
     """The drawn distance between two nodes: changes with the zoom, not with a scroll."""
     a, b = api(page, "[a.nodeScreenPosition(0), a.nodeScreenPosition(1)]")
@@ -85,15 +92,14 @@ def test_wheel_scrolls_the_page_unless_ctrl_or_clicked_into(watched: Any) -> Non
     page.keyboard.down("Control")
     page.mouse.wheel(0, -300)
     page.keyboard.up("Control")
-    page.wait_for_timeout(100)
-    assert camera_scale(page) > before * 1.1
+    assert wait_until(lambda: camera_scale(page) > before * 1.1)
     assert page.evaluate("scrollY") == y1
     # clicked into: the wheel zooms without Ctrl, until the focus leaves the graph
     page.mouse.click(box["x"] + 5, box["y"] + box["height"] - 5)
     zoomed = camera_scale(page)
     page.mouse.wheel(0, 300)
-    page.wait_for_timeout(100)
-    assert camera_scale(page) < zoomed * 0.9 and page.evaluate("scrollY") == y1
+    assert wait_until(lambda: camera_scale(page) < zoomed * 0.9)
+    assert page.evaluate("scrollY") == y1
     page.mouse.click(5, 5)  # elsewhere on the page
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     out = camera_scale(page)
@@ -114,7 +120,7 @@ def test_resize_refits_an_unmoved_view_and_keeps_the_centre_of_a_moved_one(watch
     w = open_notebook(watched, graph, host="width: 1300px")
     page = w.page
     page.evaluate("() => { document.getElementById('host').style.width = '820px'; }")
-    page.wait_for_timeout(400)
+    assert wait_until(lambda: canvas_follows(page))
     resized = [where(page, k) for k in (0, 10, 39)]
     fresh = open_notebook(watched, graph, host="width: 820px")
     opened = [where(fresh.page, k) for k in (0, 10, 39)]
@@ -132,7 +138,7 @@ def test_resize_refits_an_unmoved_view_and_keeps_the_centre_of_a_moved_one(watch
     assert before != resized[1], "the drag moved the view"
     mid0 = (box["width"] / 2, box["height"] / 2)
     page.evaluate("() => { document.getElementById('host').style.width = '1100px'; }")
-    page.wait_for_timeout(400)
+    assert wait_until(lambda: canvas_follows(page))
     box2 = page.locator(".gw-canvas").bounding_box()
     after = where(page, 10)
     assert after["x"] - box2["width"] / 2 == pytest.approx(before["x"] - mid0[0], abs=1.5)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { colourAt, defaultMetric, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf } from "../src/model/colour";
+import { colourAt, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf } from "../src/model/colour";
 import { doc, node } from "./graphs";
 import { dtypeBytes, formatBytes, formatMs } from "../src/model/format";
 
@@ -32,13 +32,6 @@ describe("colour scale", () => {
     expect(skewed.filter((v) => v >= thr)).toEqual([1000]);
     expect(hotThreshold(Array(100).fill(5))).toBe(Infinity);
     expect(makeScale("bwd_ms", [NaN, NaN]).hasData).toBe(false);
-  });
-
-  it("defaults to backward time for timed graphs, else gradient bytes written, else saved bytes", () => {
-    expect(defaultMetric(true)).toBe("bwd_ms");
-    expect(defaultMetric(true, true)).toBe("bwd_ms");
-    expect(defaultMetric(false, true)).toBe("grad_bytes");
-    expect(defaultMetric(false)).toBe("saved_bytes");
   });
 });
 

@@ -3,6 +3,10 @@ import { layeredLayout, placeRow, backEdges, longestPathLayers } from "../src/la
 import { dagreLayout } from "../src/layout/dagre";
 import { computeLayout } from "../src/layout";
 import { MAX_ROW_W, NODE_SEP, type LayoutInput, type LayoutResult } from "../src/layout/types";
+import { layoutInput, place } from "../src/canvas/layouter";
+import { Hierarchy, type Cluster } from "../src/model/grouping";
+import { buildView } from "../src/model/view";
+import { model, node } from "./graphs";
 
 function input(n: number, edges: [number, number][], w = 80, h = 30): LayoutInput {
   return {
@@ -155,5 +159,30 @@ describe("dagre and dispatch", () => {
     expect(computeLayout(input(50, randomEdges(50, 2))).algorithm).toBe("dagre");
     expect(computeLayout(input(2000, randomEdges(2000, 2))).algorithm).toBe("layered");
     expect(computeLayout(input(0, [])).x.length).toBe(0);
+  });
+});
+
+describe("a pane's layout input (canvas/layouter.ts)", () => {
+  it("carries every item's size, every edge and, with groups open, the frames; the result goes back into the view", () => {
+    const nodes = Array.from({ length: 60 }, (_, i) => node(i, i === 59 ? "AccumulateGrad" : "MulBackward0", { module: `layers.${Math.floor(i / 15)}.mlp` }));
+    const m = model(nodes, Array.from({ length: 59 }, (_, i): [number, number] => [i + 1, i]));
+    const h = new Hierarchy(m);
+    const v = buildView(m, h, new Set<Cluster>([h.root, ...h.allClusters()]), (label) => ({ w: 40 + label.length, h: 26, dl: label, ds: "" }));
+    expect(v.frames.length).toBeGreaterThan(0);
+    const inp = layoutInput(v);
+    expect(Array.from(inp.w)).toEqual(v.items.map((it) => it.w));
+    expect(Array.from(inp.h)).toEqual(v.items.map((it) => it.h));
+    expect(Array.from(inp.src)).toEqual(v.edges.map((e) => e.s));
+    expect(Array.from(inp.dst)).toEqual(v.edges.map((e) => e.t));
+    expect(Array.from(inp.owner!)).toEqual(v.items.map((it) => it.frame));
+    expect(Array.from(inp.fparent!)).toEqual(v.frames.map((f) => f.parent));
+    expect(Array.from(inp.fminw!)).toEqual(v.frames.map((f) => f.minW));
+    place(v, computeLayout(inp));
+    for (const it of v.items) expect(Number.isFinite(it.x) && Number.isFinite(it.y)).toBe(true);
+    for (const f of v.frames) expect(f.w).toBeGreaterThanOrEqual(f.minW);
+    for (const e of v.edges) expect(e.points!.length).toBeGreaterThanOrEqual(4);
+    // nothing open: no frame arrays
+    const flat = layoutInput(buildView(m, h, new Set<Cluster>([h.root]), () => ({ w: 50, h: 26, dl: "", ds: "" })));
+    expect(flat.owner).toBeUndefined();
   });
 });

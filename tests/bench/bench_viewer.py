@@ -108,8 +108,8 @@ def bench_models(browser: Any, repeat: int, out: Path) -> None:
 
 
 def bench_expand_all(browser: Any, sizes: List[int], out: Path) -> None:
-    print("\n| expand all | nodes drawn | edges drawn | time to redrawn | layout (worker) | one frame |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("\n| expand all | nodes drawn | edges drawn | time to redrawn | regroup (main thread) | layout (worker) | one frame |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         path = export_html(fx.random_dag(n, seed=1), out / f"expand_{n}.html")
         info = open_ready(browser, path)
@@ -117,8 +117,36 @@ def bench_expand_all(browser: Any, sizes: List[int], out: Path) -> None:
         r = page.evaluate(f"""async () => {{ const a = {API}; const t0 = performance.now(); await a.expandAll();
             const dt = performance.now() - t0; const f0 = performance.now(); a.fit(); const frame = performance.now() - f0;
             return {{ dt, frame, nodes: a.nodeCount(), edges: a.edgeCount(), t: a.timings }}; }}""")
-        print(f"| random DAG {n:,} | {r['nodes']:,} | {r['edges']:,} | {r['dt'] / 1000:.2f} s | "
+        print(f"| random DAG {n:,} | {r['nodes']:,} | {r['edges']:,} | {r['dt'] / 1000:.2f} s | {r['t']['view']:.0f} ms | "
               f"{r['t']['layout']:.0f} ms ({r['t']['algorithm']}) | {r['frame']:.0f} ms |")
+        info["ctx"].close()
+
+
+def bench_expand_one(browser: Any, sizes: List[int], out: Path, clicks: int = 10) -> None:
+    """Opening one group of the collapsed first view (the four biggest in turn, closed again after each): the time
+    to the redrawn view, and its parts: regrouping into the drawn view (main thread) and the layout (worker)."""
+    print("\n| open one group | items shown | group sizes | time to redrawn, median (min–max) | regroup (main thread) "
+          "| layout (worker) | CPU main per open | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        path = export_html(fx.random_dag(n, seed=1), out / f"expand_one_{n}.html")
+        info = open_ready(browser, path)
+        page, cdp = info["page"], info["cdp"]
+        rows = []
+        m0 = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+        for k in range(clicks):
+            rows.append(page.evaluate(f"""async (k) => {{ const a = {API};
+                const gs = a.groups().sort((x, y) => y.size - x.size), g = gs[k % Math.min(4, gs.length)];
+                const t0 = performance.now(); await a.expand(g.id); const dt = performance.now() - t0;
+                const t = a.timings, r = {{ dt, view: t.view, layout: t.layout, size: g.size }};
+                await a.collapse(g.id); return r; }}""", k))
+        m1 = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
+        med = {k: statistics.median(r[k] for r in rows) for k in ("dt", "view", "layout")}
+        cpu = (m1["ThreadTime"] - m0["ThreadTime"]) / (2 * clicks)  # each round opens and closes
+        sizes_seen = sorted({r["size"] for r in rows})
+        print(f"| random DAG {n:,} | {info['shown']:,} | {min(sizes_seen):,}–{max(sizes_seen):,} | "
+              f"{med['dt']:.1f} ms ({min(r['dt'] for r in rows):.1f}–{max(r['dt'] for r in rows):.1f}) | "
+              f"{med['view']:.1f} ms | {med['layout']:.1f} ms | {cpu * 1000:.1f} ms | {os.getloadavg()[0]:.1f} |")
         info["ctx"].close()
 
 
@@ -172,6 +200,7 @@ def main() -> None:
         if not args.models:
             bench_load(browser, sizes, repeat, out)
             bench_expand_all(browser, [10_000] if args.quick else [10_000, 100_000], out)
+            bench_expand_one(browser, [10_000] if args.quick else [10_000, 100_000], out)
             bench_layouts(browser, out)
         bench_models(browser, repeat, out)
         browser.close()

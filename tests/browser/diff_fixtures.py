@@ -2,8 +2,8 @@
 
 `make_diff` fills the summary and the Changes rows from the two graphs and the match the way the Python side
 documents them, so the view is tested against complete documents without depending on the analysis code.
-`diff_page` writes an export-like page: the document as gzip + base64 in a data-kind="diff" script, viewer.js
-inlined, the export's Content-Security-Policy.
+`diff_page` writes an export-like page: the document as gzip + base64 in a data-kind="diff" script with the
+data-colour Python would write, viewer.js inlined, the export's Content-Security-Policy.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import fixtures as fx
 from pagekit import STATIC
+
+from graphwidget.views.payload import COLOUR_METRICS, available_metrics, default_colour
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; worker-src blob:; "
        "img-src data: blob:; font-src data:")
@@ -181,11 +183,16 @@ def encode(doc: Dict[str, Any]) -> str:
 
 
 def diff_page(doc: Dict[str, Any], *, title: str = "diff") -> str:
-    """An export-like page for a diff: CSP, #gw-root, the data script with data-kind="diff", viewer.js inlined."""
+    """An export-like page for a diff: CSP, #gw-root, the data script with data-kind="diff" and the colour Python
+    would choose (data-colour: the default of the metrics both graphs have, as views/diff_payload.py does), viewer.js
+    inlined."""
+    have = set(available_metrics(doc["a"]["nodes"])) & set(available_metrics(doc["b"]["nodes"]))
+    colour = default_colour(tuple(m for m in COLOUR_METRICS if m in have))
     viewer = (STATIC / "viewer.js").read_text(encoding="utf-8").replace("</script", "<\\/script").replace("<!--", "<\\!--")
     return ("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             f"<title>{title}</title>\n<style>html,body{{margin:0;padding:0}}#gw-root{{height:100vh;border:0}}</style>\n"
             "</head>\n<body>\n<div id=\"gw-root\" class=\"graphwidget-root\" data-gw-state=\"loading\"></div>\n"
-            f'<script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" data-kind="diff">{encode(doc)}</script>\n'
+            f'<script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" data-kind="diff" '
+            f'data-colour="{colour}">{encode(doc)}</script>\n'
             f"<script>{viewer}</script>\n</body>\n</html>\n")

@@ -1,10 +1,17 @@
 """Page helpers for the browser tests (a uniquely named module: `conftest` is ambiguous across test folders)."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, TypeVar
+
+T = TypeVar("T")
 
 STATIC = Path(__file__).resolve().parents[2] / "graphwidget" / "static"
+
+#: The fake anywidget model (class FakeModel, function toView) of the pages that run the widget bundle outside
+#: Jupyter: JS text to put at the top of a page's script.
+FAKE_MODEL_JS = (Path(__file__).resolve().parent / "fake_model.js").read_text(encoding="utf-8")
 
 
 class Watched:
@@ -60,3 +67,22 @@ def wait_ready(page: Any, timeout: float = 60_000) -> Dict[str, Any]:
     """Waits for the first complete drawing; returns the automation API's timings."""
     page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=timeout)
     return page.evaluate("async () => { const a = document.querySelector('.graphwidget-root').graphwidget; await a.ready; return a.timings; }")
+
+
+def wait_until(check: Callable[[], T], timeout: float = 10.0) -> T:
+    """Calls ``check`` (usually a ``page.evaluate`` round trip) until it returns something truthy or ``timeout``
+    seconds pass, and returns its last value: the caller asserts on it, so a failure still says what was wrong.
+
+    Polling from Python works on every page: the export's CSP forbids eval, which ``page.wait_for_function`` needs
+    for a predicate given as an expression."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.01)
+
+
+def next_frame(page: Any) -> None:
+    """Returns once the page has drawn a frame: what a change asked to redraw (requestAnimationFrame) is on screen."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done(null)))")

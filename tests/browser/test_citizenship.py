@@ -13,7 +13,7 @@ from typing import Any, Dict
 import fixtures as fx
 import pytest
 from model_graphs import SCREENS
-from pagekit import STATIC
+from pagekit import FAKE_MODEL_JS, STATIC, wait_until
 
 from graphwidget.views.widget import GraphWidget
 
@@ -28,18 +28,7 @@ body { margin: 0; font: 14px sans-serif; } .cell { height: 700px; padding: 8px; 
 <div id="host" style="%(host)s"></div>
 <div class="cell">cell below</div>
 <script type="module">
-class FakeModel {
-  constructor(state) { this.state = state; this.handlers = {}; }
-  get(k) { return this.state[k]; }
-  set(k, v) { const old = this.state[k]; this.state[k] = v; if (old !== v) { this.emit("change:" + k); this.emit("change"); } }
-  on(e, cb) { (this.handlers[e] ??= []).push(cb); }
-  off(e, cb) { this.handlers[e] = (this.handlers[e] || []).filter((f) => f !== cb); }
-  emit(e) { for (const f of this.handlers[e] || []) f(); }
-  save_changes() {}
-  send() {}
-}
-const toView = (b64) => { const s = atob(b64); const u = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
+%(fake_model)s
 const mod = await import("./widget.js");
 const state = JSON.parse(document.getElementById("state").textContent);
 mod.default.render({ model: new FakeModel({ ...state, _graph: toView(state._graph) }), el: document.getElementById("host") });
@@ -57,7 +46,8 @@ def state_of(graph: Any, **kw: Any) -> Dict[str, Any]:
 def open_notebook(watched: Any, graph: Any, *, width: int = 1400, host: str = "width: 100%", extra: str = "",
                   viewport_h: int = 900, scheme: str = "light", **kw: Any) -> Any:
     w = watched(viewport={"width": width, "height": viewport_h}, color_scheme=scheme)
-    w.serve(ORIGIN + "index.html", body=PAGE % {"state": json.dumps(state_of(graph, **kw)), "host": host, "extra": extra},
+    w.serve(ORIGIN + "index.html", body=PAGE % {"state": json.dumps(state_of(graph, **kw)), "host": host, "extra": extra,
+                                                  "fake_model": FAKE_MODEL_JS},
             ctype="text/html")
     w.serve(ORIGIN + "widget.js", STATIC / "widget.js")
     w.page.goto(ORIGIN + "index.html")
@@ -68,6 +58,13 @@ def open_notebook(watched: Any, graph: Any, *, width: int = 1400, host: str = "w
 
 def api(page: Any, expr: str) -> Any:
     return page.evaluate(f"async () => {{ const a = {API}; return await ({expr}); }}")
+
+
+def canvas_follows(page: Any) -> bool:
+    """True once the canvas has the pane's current size: the pane's ResizeObserver ran (and moved its camera)."""
+    return bool(page.evaluate("""() => { const p = document.querySelector('.gw-pane').getBoundingClientRect();
+        const c = document.querySelector('.gw-canvas'), d = devicePixelRatio || 1;
+        return c.width === Math.round(p.width * d) && c.height === Math.round(p.height * d); }"""))
 
 
 def camera_scale(page: Any) -> float:
@@ -95,15 +92,14 @@ def test_wheel_scrolls_the_page_unless_ctrl_or_clicked_into(watched: Any) -> Non
     page.keyboard.down("Control")
     page.mouse.wheel(0, -300)
     page.keyboard.up("Control")
-    page.wait_for_timeout(100)
-    assert camera_scale(page) > before * 1.1
+    assert wait_until(lambda: camera_scale(page) > before * 1.1)
     assert page.evaluate("scrollY") == y1
     # clicked into: the wheel zooms without Ctrl, until the focus leaves the graph
     page.mouse.click(box["x"] + 5, box["y"] + box["height"] - 5)
     zoomed = camera_scale(page)
     page.mouse.wheel(0, 300)
-    page.wait_for_timeout(100)
-    assert camera_scale(page) < zoomed * 0.9 and page.evaluate("scrollY") == y1
+    assert wait_until(lambda: camera_scale(page) < zoomed * 0.9)
+    assert page.evaluate("scrollY") == y1
     page.mouse.click(5, 5)  # elsewhere on the page
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     out = camera_scale(page)
@@ -124,7 +120,7 @@ def test_resize_refits_an_unmoved_view_and_keeps_the_centre_of_a_moved_one(watch
     w = open_notebook(watched, graph, host="width: 1300px")
     page = w.page
     page.evaluate("() => { document.getElementById('host').style.width = '820px'; }")
-    page.wait_for_timeout(400)
+    assert wait_until(lambda: canvas_follows(page))
     resized = [where(page, k) for k in (0, 10, 39)]
     fresh = open_notebook(watched, graph, host="width: 820px")
     opened = [where(fresh.page, k) for k in (0, 10, 39)]
@@ -142,7 +138,7 @@ def test_resize_refits_an_unmoved_view_and_keeps_the_centre_of_a_moved_one(watch
     assert before != resized[1], "the drag moved the view"
     mid0 = (box["width"] / 2, box["height"] / 2)
     page.evaluate("() => { document.getElementById('host').style.width = '1100px'; }")
-    page.wait_for_timeout(400)
+    assert wait_until(lambda: canvas_follows(page))
     box2 = page.locator(".gw-canvas").bounding_box()
     after = where(page, 10)
     assert after["x"] - box2["width"] / 2 == pytest.approx(before["x"] - mid0[0], abs=1.5)

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 from model_graphs import SCREENS, model_graph
-from pagekit import wait_ready
+from pagekit import next_frame, wait_ready
 
 from graphwidget.views.export import export_html
 
@@ -82,7 +82,7 @@ def test_first_view_has_text_and_nothing_over_the_nodes(watched: Any, exports: D
     for width in WIDTHS:
         w = open_model(watched, exports, name, width, scheme)
         page = w.page
-        page.wait_for_timeout(100)
+        next_frame(page)
         page.screenshot(path=str(SCREENS / f"{name}_{width}_{scheme}.png"))
         labels = api(page, "a.labelCount()")
         shown = api(page, "a.nodeCount()")

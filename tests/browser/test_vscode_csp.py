@@ -14,7 +14,7 @@ import json
 from typing import Any, Dict, List
 
 import fixtures as fx
-from pagekit import STATIC
+from pagekit import FAKE_MODEL_JS, STATIC
 
 from graphwidget.views.widget import GraphWidget
 
@@ -33,26 +33,14 @@ WEBVIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body style
 </body></html>"""
 
 #: no inline script is allowed: the boot code is a file of the webview's own origin
-BOOT = """
+BOOT = FAKE_MODEL_JS + """
 window.errors = [];
 addEventListener("error", (e) => window.errors.push(String(e.message)));
 addEventListener("unhandledrejection", (e) => window.errors.push(String(e.reason)));
 window.violations = [];
 addEventListener("securitypolicyviolation", (e) => window.violations.push(e.violatedDirective + " " + e.blockedURI));
-class FakeModel {
-  constructor(state) { this.state = state; this.handlers = {}; this.saved = []; }
-  get(k) { return this.state[k]; }
-  set(k, v) { const old = this.state[k]; this.state[k] = v; if (old !== v) { this.emit("change:" + k); this.emit("change"); } }
-  on(e, cb) { (this.handlers[e] ??= []).push(cb); }
-  off(e, cb) { this.handlers[e] = (this.handlers[e] || []).filter((f) => f !== cb); }
-  emit(e) { for (const f of this.handlers[e] || []) f(); }
-  save_changes() { this.saved.push(this.state.selected); }
-  send() {}
-}
 const state = JSON.parse(document.getElementById("state").textContent);
-const raw = atob(state._graph); const u = new Uint8Array(raw.length);
-for (let i = 0; i < raw.length; i++) u[i] = raw.charCodeAt(i);
-const model = new FakeModel({ ...state, _graph: new DataView(u.buffer) });
+const model = new FakeModel({ ...state, _graph: toView(state._graph) }, ["selected"]);
 window.model = model;
 const mod = await import("./widget.js");
 mod.default.render({ model, el: document.getElementById("out") });

@@ -3,6 +3,7 @@ zooms), and the view follows JupyterLab's theme (light and dark) — canvas, leg
 Screenshots of both themes go to tests/artifacts/screens/lab_*.png."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator
@@ -12,6 +13,7 @@ from lab_helpers import Lab, LabNotebook, new_offline_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from model_graphs import SCREENS  # noqa: E402
+from pagekit import wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.jupyterlab, pytest.mark.browser, pytest.mark.slow]
 
@@ -63,8 +65,7 @@ def test_wheel_scrolls_the_notebook_and_ctrl_wheel_zooms(notebook: Dict[str, Any
     top, before = scroller_top(nb), spread(nb, root)
     assert top >= 0, "the notebook scrolls"
     page.mouse.wheel(0, 250)
-    page.wait_for_timeout(300)
-    assert scroller_top(nb) > top, "a plain wheel over the graph scrolls the notebook"
+    assert wait_until(lambda: scroller_top(nb) > top), "a plain wheel over the graph scrolls the notebook"
     assert spread(nb, root) == pytest.approx(before, abs=0.5)
     root.scroll_into_view_if_needed()
     canvas = root.locator(".gw-canvas").bounding_box()
@@ -73,8 +74,7 @@ def test_wheel_scrolls_the_notebook_and_ctrl_wheel_zooms(notebook: Dict[str, Any
     page.keyboard.down("Control")
     page.mouse.wheel(0, -250)
     page.keyboard.up("Control")
-    page.wait_for_timeout(300)
-    assert spread(nb, root) > before * 1.1, "Ctrl + wheel zooms"
+    assert wait_until(lambda: spread(nb, root) > before * 1.1), "Ctrl + wheel zooms"
     assert scroller_top(nb) == pytest.approx(top, abs=1)
     nb.offline.assert_clean()
 
@@ -82,7 +82,17 @@ def test_wheel_scrolls_the_notebook_and_ctrl_wheel_zooms(notebook: Dict[str, Any
 def set_theme(nb: LabNotebook, name: str, light: bool) -> None:
     nb.page.evaluate("(t) => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t })", name)
     nb.page.wait_for_function("(l) => document.body.dataset.jpThemeLight === String(l)", arg=light, timeout=20_000)
-    nb.page.wait_for_timeout(800)  # the theme's stylesheet, then the view's second look (theme.ts)
+
+
+#: the colours the view should have in the lab's theme, and the ones it has (canvas: a corner pixel of the drawing)
+COLOURS = """(el) => {
+    const probe = document.createElement('div'); document.body.appendChild(probe);
+    const css = (v) => { probe.style.background = `var(${v})`; return getComputedStyle(probe).backgroundColor; };
+    const want = { canvas: css('--jp-layout-color0'), panel: css('--jp-layout-color1') }; probe.remove();
+    const d = el.querySelector('.gw-canvas').getContext('2d').getImageData(2, 2, 1, 1).data;
+    return { want, canvas: `rgb(${d[0]}, ${d[1]}, ${d[2]})`,
+             legend: getComputedStyle(el.querySelector('.gw-legend')).backgroundColor,
+             minimap: getComputedStyle(el.querySelector('.gw-minimap')).backgroundColor }; }"""
 
 
 @pytest.mark.parametrize("theme, light", [("JupyterLab Dark", False), ("JupyterLab Light", True)])
@@ -92,17 +102,20 @@ def test_view_follows_the_lab_theme(notebook: Dict[str, Any], theme: str, light:
     root.scroll_into_view_if_needed()
     if root.locator(".gw-minimap").is_hidden():
         root.locator("button[data-action=minimap]").click()
+    nb.api(root, "gw.fit()")  # a fitted drawing leaves the corners to the background
+
+    def themed() -> bool:
+        g = root.evaluate(COLOURS)
+        rgb = [int(x) for x in re.findall(r"\d+", g["want"]["canvas"])[:3]]
+        lab_is_light = sum(rgb) > 3 * 128  # the new theme's stylesheet is in (until then the old colours hold)
+        return (lab_is_light == light and g["canvas"] == g["want"]["canvas"]
+                and g["legend"] == g["minimap"] == g["want"]["panel"])
+
+    # the theme's stylesheet comes in after the switch, and the view reads the theme again then (theme.ts)
+    assert wait_until(themed, timeout=20), f"the view did not take the {theme} theme: {root.evaluate(COLOURS)}"
     SCREENS.mkdir(parents=True, exist_ok=True)
     root.screenshot(path=str(SCREENS / f"lab_{'light' if light else 'dark'}.png"))
-    nb.api(root, "gw.fit()")  # a fitted drawing leaves the corners to the background
-    got = root.evaluate("""(el) => {
-        const probe = document.createElement('div'); document.body.appendChild(probe);
-        const css = (v) => { probe.style.background = `var(${v})`; return getComputedStyle(probe).backgroundColor; };
-        const want = { canvas: css('--jp-layout-color0'), panel: css('--jp-layout-color1') }; probe.remove();
-        const d = el.querySelector('.gw-canvas').getContext('2d').getImageData(2, 2, 1, 1).data;
-        return { want, canvas: `rgb(${d[0]}, ${d[1]}, ${d[2]})`,
-                 legend: getComputedStyle(el.querySelector('.gw-legend')).backgroundColor,
-                 minimap: getComputedStyle(el.querySelector('.gw-minimap')).backgroundColor }; }""")
+    got = root.evaluate(COLOURS)
     assert got["canvas"] == got["want"]["canvas"], got
     assert got["legend"] == got["want"]["panel"], got
     assert got["minimap"] == got["want"]["panel"], got

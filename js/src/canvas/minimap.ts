@@ -9,6 +9,7 @@
  */
 import { BUCKET_COLOURS, bucketOf } from "../model/colour";
 import type { CameraState } from "./camera";
+import { viewBounds } from "./geometry";
 import type { ViewGraph } from "../model/view";
 import { LIGHT, type Theme } from "./theme";
 
@@ -96,16 +97,7 @@ export class Minimap {
   update(view: ViewGraph, t: Float64Array, hot: Uint8Array, status: Uint8Array | null = null): void {
     this.dpr = window.devicePixelRatio || 1;
     for (const c of [this.el, this.base]) { c.width = MINIMAP_W * this.dpr; c.height = MINIMAP_H * this.dpr; }
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (const it of view.items) {
-      x0 = Math.min(x0, it.x - it.w / 2); x1 = Math.max(x1, it.x + it.w / 2);
-      y0 = Math.min(y0, it.y - it.h / 2); y1 = Math.max(y1, it.y + it.h / 2);
-    }
-    for (const f of view.frames) {
-      x0 = Math.min(x0, f.x - f.w / 2); x1 = Math.max(x1, f.x + f.w / 2);
-      y0 = Math.min(y0, f.y - f.h / 2); y1 = Math.max(y1, f.y + f.h / 2);
-    }
-    if (!Number.isFinite(x0)) { x0 = y0 = 0; x1 = y1 = 1; }
+    const [x0, y0, x1, y1] = viewBounds(view) ?? [0, 0, 1, 1];
     const pad = 6;
     this.scale = Math.min((MINIMAP_W - 2 * pad) / Math.max(1, x1 - x0), (MINIMAP_H - 2 * pad) / Math.max(1, y1 - y0));
     this.ox = pad - x0 * this.scale + ((MINIMAP_W - 2 * pad) - (x1 - x0) * this.scale) / 2;

@@ -7,7 +7,9 @@
  * says so when someone tries. Where nothing around the view scrolls (the exported page) it always zooms.
  */
 import type { GraphPane } from "./pane";
-import { tooltipLines } from "../ui/tooltip";
+import type { PaneViewport } from "./viewport";
+import { hitEdge, hitFrameTitle, hitItem } from "./geometry";
+import { tooltipLines } from "./tooltip";
 
 /** Screen position (relative to the canvas) and the world point under it. */
 function pointerAt(pane: GraphPane, ev: { clientX: number; clientY: number }): { wx: number; wy: number; sx: number; sy: number } {
@@ -15,6 +17,20 @@ function pointerAt(pane: GraphPane, ev: { clientX: number; clientY: number }): {
   const sx = ev.clientX - r.left, sy = ev.clientY - r.top;
   const [wx, wy] = pane.camera.toWorld(sx, sy);
   return { wx, wy, sx, sy };
+}
+
+/** Hit testing at a world point: the drawn item, open group's frame title or edge there, or -1. */
+function itemAt(pane: GraphPane, wx: number, wy: number): number {
+  return pane.view ? hitItem(pane.view, pane.camera.s, wx, wy) : -1;
+}
+
+function frameTitleAt(pane: GraphPane, wx: number, wy: number): number {
+  return pane.view ? hitFrameTitle(pane.view, pane.camera.s, wx, wy) : -1;
+}
+
+function edgeAt(pane: GraphPane, wx: number, wy: number): number {
+  const p = pane.paintState;
+  return p ? hitEdge(p.view, p.edgeBox, pane.camera.s, wx, wy) : -1;
 }
 
 export function bindPointer(pane: GraphPane): void {
@@ -44,10 +60,10 @@ export function bindPointer(pane: GraphPane): void {
     down = null;
     if (!wasDown || moved) return;
     const p = pointerAt(pane, ev);
-    const i = pane.hitItem(p.wx, p.wy);
+    const i = itemAt(pane, p.wx, p.wy);
     if (i < 0) {
-      const f = pane.hitFrameTitle(p.wx, p.wy);
-      if (f >= 0) { pane.setHoverFrame(-1); void pane.collapse(pane.view!.frames[f].cluster); return; }
+      const f = frameTitleAt(pane, p.wx, p.wy);
+      if (f >= 0) { pane.marks.setHoverFrame(-1); void pane.collapse(pane.view!.frames[f].cluster); return; }
       void pane.select(-1, { user: true });
       return;
     }
@@ -55,7 +71,7 @@ export function bindPointer(pane: GraphPane): void {
     if (it.cluster) void pane.expand(it.cluster);
     else void pane.select(it.node, { user: true });
   });
-  c.addEventListener("pointerleave", () => { pane.setHover(-1, -1); pane.setHoverFrame(-1); hideTooltip(pane); });
+  c.addEventListener("pointerleave", () => { pane.marks.setHover(-1, -1); pane.marks.setHoverFrame(-1); hideTooltip(pane); });
   // clicked into (focused): the wheel zooms without Ctrl until the focus goes elsewhere
   let engaged = false;
   c.addEventListener("focus", () => { engaged = true; });
@@ -71,12 +87,12 @@ export function bindPointer(pane: GraphPane): void {
   }, { passive: false });
   c.addEventListener("dblclick", (ev) => {
     const p = pointerAt(pane, ev);
-    if (pane.hitItem(p.wx, p.wy) < 0) pane.fit();
+    if (itemAt(pane, p.wx, p.wy) < 0) pane.viewport.fit();
   });
   c.addEventListener("keydown", (ev) => {
-    if (ev.key === "f") pane.fit();
-    else if (ev.key === "+" || ev.key === "=") pane.zoomBy(1.25);
-    else if (ev.key === "-") pane.zoomBy(0.8);
+    if (ev.key === "f") pane.viewport.fit();
+    else if (ev.key === "+" || ev.key === "=") pane.viewport.zoomBy(1.25);
+    else if (ev.key === "-") pane.viewport.zoomBy(0.8);
     else if (ev.key === "Escape") void pane.select(-1, { user: true });
     else return;
     ev.preventDefault();
@@ -85,18 +101,18 @@ export function bindPointer(pane: GraphPane): void {
 
 function hover(pane: GraphPane, ev: PointerEvent): void {
   const p = pointerAt(pane, ev);
-  const i = pane.hitItem(p.wx, p.wy);
-  const f = i < 0 ? pane.hitFrameTitle(p.wx, p.wy) : -1;
-  const e = i < 0 && f < 0 ? pane.hitEdge(p.wx, p.wy) : -1;
-  pane.setHover(i, e);
-  pane.setHoverFrame(f);
-  const lines = i >= 0 ? tooltipLines.item(pane.model, pane.hier, pane.view!.items[i], pane.values, pane.metric)
-    : f >= 0 ? tooltipLines.frame(pane.model, pane.hier, pane.view!.frames[f], pane.values, pane.metric)
+  const i = itemAt(pane, p.wx, p.wy);
+  const f = i < 0 ? frameTitleAt(pane, p.wx, p.wy) : -1;
+  const e = i < 0 && f < 0 ? edgeAt(pane, p.wx, p.wy) : -1;
+  pane.marks.setHover(i, e);
+  pane.marks.setHoverFrame(f);
+  const lines = i >= 0 ? tooltipLines.item(pane.model, pane.hier, pane.view!.items[i], pane.colours.values, pane.colours.metric)
+    : f >= 0 ? tooltipLines.frame(pane.model, pane.hier, pane.view!.frames[f], pane.colours.values, pane.colours.metric)
     : e >= 0 ? tooltipLines.edge(pane.model, pane.view!.edges[e], pane.view!) : null;
-  const extra = i >= 0 ? pane.tooltipExtra(i) : null;
+  const extra = i >= 0 ? pane.describe(i) : null;
   if (!lines) { hideTooltip(pane); return; }
   if (extra) lines.splice(1, 0, extra);
-  const tip = pane.tooltip;
+  const tip = pane.surface.tooltip;
   tip.replaceChildren(...lines.map((l, k) => {
     const d = document.createElement("div");
     d.textContent = l;
@@ -104,7 +120,7 @@ function hover(pane: GraphPane, ev: PointerEvent): void {
     return d;
   }));
   tip.hidden = false;
-  const { width: w, height: h } = pane.size;
+  const { width: w, height: h } = pane.surface;
   const left = Math.min(p.sx + 14, w - tip.offsetWidth - 4);
   const top = p.sy + 16 + tip.offsetHeight > h ? p.sy - tip.offsetHeight - 8 : p.sy + 16;
   tip.style.transform = `translate(${Math.max(0, left)}px, ${Math.max(0, top)}px)`;
@@ -150,10 +166,10 @@ function showWheelHint(pane: GraphPane): void {
 }
 
 export function hideTooltip(pane: GraphPane): void {
-  pane.tooltip.hidden = true;
+  pane.surface.tooltip.hidden = true;
 }
 
-export function zoomControls(pane: GraphPane): HTMLElement {
+export function zoomControls(viewport: PaneViewport): HTMLElement {
   const box = document.createElement("div");
   box.className = "gw-zoom";
   const mk = (label: string, title: string, fn: () => void) => {
@@ -165,48 +181,8 @@ export function zoomControls(pane: GraphPane): HTMLElement {
     b.addEventListener("click", fn);
     box.appendChild(b);
   };
-  mk("+", "Zoom in", () => pane.zoomBy(1.3));
-  mk("−", "Zoom out", () => pane.zoomBy(1 / 1.3));
-  mk("⤢", "Fit the graph (f)", () => pane.fit());
+  mk("+", "Zoom in", () => viewport.zoomBy(1.3));
+  mk("−", "Zoom out", () => viewport.zoomBy(1 / 1.3));
+  mk("⤢", "Fit the graph (f)", () => viewport.fit());
   return box;
-}
-
-/** The pane's elements: a focusable canvas, the title bar (when titled) and the (hidden) tooltip. */
-export function paneElements(title: string | null): { el: HTMLDivElement; canvas: HTMLCanvasElement; tooltip: HTMLDivElement } {
-  const el = document.createElement("div");
-  el.className = "gw-pane";
-  const canvas = document.createElement("canvas");
-  canvas.className = "gw-canvas";
-  canvas.tabIndex = 0;
-  canvas.setAttribute("aria-label", `${title ? `${title}: ` : ""}autograd graph: drag to pan, wheel to zoom, click a node to inspect it`);
-  el.appendChild(canvas);
-  if (title !== null) {
-    const t = document.createElement("div");
-    t.className = "gw-pane-title";
-    t.textContent = title;
-    t.title = title;
-    el.appendChild(t);
-  }
-  const tooltip = document.createElement("div");
-  tooltip.className = "gw-tooltip";
-  tooltip.hidden = true;
-  el.appendChild(tooltip);
-  return { el, canvas, tooltip };
-}
-
-/**
- * Calls `resized(width, height)` with the element's CSS size whenever it changes (ignoring collapsed sizes);
- * resolves once it has a size. `observer` receives the ResizeObserver (to disconnect it).
- */
-export function watchSize(el: HTMLElement, resized: (w: number, h: number) => void, observer: (ro: ResizeObserver) => void): Promise<void> {
-  return new Promise((sized) => {
-    const ro = new ResizeObserver(() => {
-      const r = el.getBoundingClientRect();
-      if (r.width < 2 || r.height < 2) return;
-      resized(r.width, r.height);
-      sized();
-    });
-    ro.observe(el);
-    observer(ro);
-  });
 }

@@ -111,16 +111,16 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
       const k = sideOf(s);
       return (app.panes[k]?.view?.items ?? []).filter((it) => it.node >= 0).map((it) => app.models[k].nodes[it.node].id);
     },
-    nodeScreenPosition: (id, s) => pane(s)?.itemClientPosition(itemOf(id, s)) ?? null,
+    nodeScreenPosition: (id, s) => pane(s)?.viewport.itemClientPosition(itemOf(id, s)) ?? null,
     centre: (id, s) => {
       const i = itemOf(id, s), p = pane(s);
       if (i < 0 || !p) return false;
-      p.centreItem(i);
+      p.viewport.centreItem(i);
       p.drawNow();
       return true;
     },
     camera: (s) => pane(s)?.camera.state ?? null,
-    nodeColour: (id, s) => pane(s)?.itemColour(itemOf(id, s)) ?? null,
+    nodeColour: (id, s) => pane(s)?.colours.itemColour(itemOf(id, s)) ?? null,
     sync: () => app.syncOn,
     setSync: (on) => app.setSync(!!on, false),
     colourBy: (m) => {

@@ -147,7 +147,7 @@ export class DiffApp extends App {
       if (node >= 0) this.focus = side;
       const cp = node >= 0 ? d.counterpart[side][node] : -1;
       const op = this.panes[other];
-      if (op.selectedNode !== cp) {
+      if (op.marks.selectedNode !== cp) {
         this.following[other] = cp;
         this.pairDone = op.select(cp, { centre: cp >= 0, user: false });
       }
@@ -167,9 +167,9 @@ export class DiffApp extends App {
     await this.pairDone;
     if (ok && id !== null && centre) {
       const p = this.panes[side];
-      const cp = p.selectedNode >= 0 ? this.diff!.counterpart[side][p.selectedNode] : -1;
+      const cp = p.marks.selectedNode >= 0 ? this.diff!.counterpart[side][p.marks.selectedNode] : -1;
       const op = this.panes[1 - side];
-      if (cp >= 0 && op.view) op.centreItem(op.view.rep[cp]);
+      if (cp >= 0 && op.view) op.viewport.centreItem(op.view.rep[cp]);
     }
     return ok;
   }
@@ -177,7 +177,7 @@ export class DiffApp extends App {
   /** The node id selected on a side, or null. */
   selectedOn(side: Side): number | null {
     const p = this.panes[side];
-    return p && p.selectedNode >= 0 ? this.models[side].nodes[p.selectedNode].id : null;
+    return p && p.marks.selectedNode >= 0 ? this.models[side].nodes[p.marks.selectedNode].id : null;
   }
 
   override renderInspector(): void {
@@ -185,11 +185,11 @@ export class DiffApp extends App {
     if (!d || this.panes.length < 2) return;
     const f = this.focus, o = (1 - f) as Side;
     const nodes: [number, number] = [-1, -1];
-    nodes[f] = this.panes[f].selectedNode;
-    nodes[o] = nodes[f] >= 0 ? d.counterpart[f][nodes[f]] : this.panes[o].selectedNode;
+    nodes[f] = this.panes[f].marks.selectedNode;
+    nodes[o] = nodes[f] >= 0 ? d.counterpart[f][nodes[f]] : this.panes[o].marks.selectedNode;
     const act = (k: Side) => ({ select: (i: number) => void this.selectOn(k, this.models[k].nodes[i].id, true, true), collapse: (c: Cluster) => void this.panes[k].collapse(c) });
     renderPairInspector(this.panel.body("inspector"), {
-      diff: d, labels: this.doc!.labels, hiers: [this.hiers[0], this.hiers[1]], expanded: [this.panes[0].expanded, this.panes[1].expanded],
+      diff: d, labels: this.doc!.labels, hiers: [this.hiers[0], this.hiers[1]], expanded: [this.panes[0].layout.expanded, this.panes[1].layout.expanded],
       side: f, nodes, actions: [act(0), act(1)],
     });
   }

@@ -1,12 +1,14 @@
 /**
  * Standalone viewer for export_html: an IIFE inlined in the page. It reads the document from
- * <script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" data-kind="graph|diff">
- * (no data-kind: a graph) and mounts the same App (or DiffApp) as the widget into #gw-root. Also exposed as
- * `graphwidgetViewer.mount(el, bytes)` and `graphwidgetViewer.mountDiff(el, bytes)` for other pages.
+ * <script type="application/octet-stream" id="gw-graph-data" data-encoding="gzip+base64" data-kind="graph|diff"
+ * data-colour="METRIC"> (no data-kind: a graph; data-colour: the metric to open with, Python's default colour)
+ * and mounts the same App (or DiffApp) as the widget into #gw-root. Also exposed as
+ * `graphwidgetViewer.mount(el, bytes, opts)` and `graphwidgetViewer.mountDiff(el, bytes, opts)` for other pages.
  */
 import { App, type AppOptions } from "../ui/app";
 import { DiffApp, type DiffAppOptions } from "../diff/app";
 import { base64ToBytes } from "../model/decode";
+import { isMetricName } from "../model/colour";
 
 export function mount(el: HTMLElement, data: unknown, opts: AppOptions = {}): App {
   const app = new App(el, opts);
@@ -27,9 +29,11 @@ function boot(): void {
   const enc = data.getAttribute("data-encoding") ?? "gzip+base64";
   const text = data.textContent ?? "";
   const bytes = enc.endsWith("base64") ? base64ToBytes(text) : text;
-  // no height option: the page sizes #gw-root
-  if (data.getAttribute("data-kind") === "diff") mountDiff(root, bytes);
-  else mount(root, bytes);
+  // the colour to open with, as Python chose it; no height option: the page sizes #gw-root
+  const colour = data.getAttribute("data-colour");
+  const opts = { metric: isMetricName(colour) ? colour : null };
+  if (data.getAttribute("data-kind") === "diff") mountDiff(root, bytes, opts);
+  else mount(root, bytes, opts);
 }
 
 if (typeof document !== "undefined") {

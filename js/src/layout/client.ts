@@ -6,6 +6,7 @@
 import workerSource from "virtual:layout-worker";
 import { computeLayout } from "./index";
 import type { LayoutInput, LayoutResult } from "./types";
+import type { LayoutRequest, LayoutResponse } from "./protocol";
 
 type Pending = { resolve: (r: LayoutResult) => void; reject: (e: Error) => void };
 
@@ -20,12 +21,13 @@ export class LayoutClient {
     try {
       this.url = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
       this.worker = new Worker(this.url);
-      this.worker.onmessage = (ev: MessageEvent<{ id: number; result?: LayoutResult; error?: string }>) => {
-        const p = this.pending.get(ev.data.id);
+      this.worker.onmessage = (ev: MessageEvent<LayoutResponse>) => {
+        const msg = ev.data;
+        const p = this.pending.get(msg.id);
         if (!p) return;
-        this.pending.delete(ev.data.id);
-        if (ev.data.result) p.resolve(ev.data.result);
-        else p.reject(new Error(`layout failed: ${ev.data.error}`));
+        this.pending.delete(msg.id);
+        if (msg.kind === "result") p.resolve(msg.result);
+        else p.reject(new Error(`layout failed: ${msg.error}`));
       };
       this.worker.onerror = (ev) => {
         ev.preventDefault();
@@ -42,7 +44,8 @@ export class LayoutClient {
     return new Promise<LayoutResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       // copies, not transfers: the caller keeps its arrays (they are small next to the graph)
-      this.worker!.postMessage({ id, input });
+      const req: LayoutRequest = { kind: "layout", id, input };
+      this.worker!.postMessage(req);
     }).catch((err: Error) => {
       if (this.worker) throw err;
       return runHere(input);

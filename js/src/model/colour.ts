@@ -50,16 +50,6 @@ export function isMetricName(s: unknown): s is MetricName {
   return typeof s === "string" && s in METRICS;
 }
 
-/**
- * Timed graphs open on backward time. Untimed ones open on the gradient bytes each node's backward writes (a
- * SelectBackward0 of a repeated tensor is small in every other metric), or on saved bytes for graphs without
- * that field. Mirrors graphwidget/_bundle.py:default_colour.
- */
-export function defaultMetric(timed: boolean, hasGradBytes = false): MetricName {
-  if (timed) return "bwd_ms";
-  return hasGradBytes ? "grad_bytes" : "saved_bytes";
-}
-
 /** Pale → hot. Chosen so dark text stays readable on the first two thirds and white on the last third. */
 export const PALETTE = ["#fff7bc", "#fee391", "#fec44f", "#fe9929", "#ec7014", "#cc4c02", "#993404", "#662506"];
 export const MISSING_COLOUR = "#e9ecf1";

@@ -4,12 +4,12 @@
  */
 
 /**
- * Node record keys, in the order the Python side writes them (graphwidget/graph.py NODE_KEYS). A Python test parses
- * this array literal out of this file: keep it one literal of double-quoted strings.
+ * Node record keys, in the order the Python side writes them (graphwidget/model/schema.py NODE_KEYS). A Python
+ * test (tests/test_house.py) parses this array literal out of this file: keep it one literal of double-quoted strings.
  */
 export const NODE_KEYS = ["op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module", "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source"] as const;
 
-/** Edge record keys besides source and target, in the Python order (graphwidget/graph.py EDGE_KEYS). */
+/** Edge record keys besides source and target, in the Python order (graphwidget/model/schema.py EDGE_KEYS). */
 export const EDGE_KEYS = ["output", "slot", "shape", "dtype", "also"] as const;
 
 export interface OutputMeta {

@@ -98,7 +98,7 @@ export function attachApi(app: App): GraphWidgetApi {
     visibleNodeIds: () => (view()?.items ?? []).filter((it) => it.node >= 0).map((it) => app.model!.nodes[it.node].id),
     groups: () => (view()?.items ?? []).filter((it) => it.cluster).map((it) => ({ id: it.cluster!.id, kind: it.cluster!.kind, label: it.label, size: it.cluster!.size })),
     select: (id) => app.selectId(id, true, false),
-    selected: () => (app.pane && app.pane.selectedNode >= 0 ? app.model!.nodes[app.pane.selectedNode].id : null),
+    selected: () => (app.pane && app.pane.marks.selectedNode >= 0 ? app.model!.nodes[app.pane.marks.selectedNode].id : null),
     inspectorText: () => {
       const el = app.root.querySelector<HTMLElement>(".gw-tab-inspector");
       return el ? (el.hidden ? el.textContent ?? "" : el.innerText) : "";
@@ -125,32 +125,32 @@ export function attachApi(app: App): GraphWidgetApi {
     collapse: (id) => app.pane!.collapse(cluster(id)),
     expandAll: () => app.expandAll(),
     collapseAll: () => app.collapseAll(),
-    nodeScreenPosition: (id) => app.pane?.itemClientPosition(itemOf(id)) ?? app.pane?.frameClientPosition(frameOf(id)) ?? null,
-    edgeScreenPosition: (a, b) => app.pane?.edgeClientPosition(itemOf(a), itemOf(b)) ?? null,
+    nodeScreenPosition: (id) => app.pane?.viewport.itemClientPosition(itemOf(id)) ?? app.pane?.viewport.frameClientPosition(frameOf(id)) ?? null,
+    edgeScreenPosition: (a, b) => app.pane?.viewport.edgeClientPosition(itemOf(a), itemOf(b)) ?? null,
     centre: (id) => {
       const i = itemOf(id);
       const f = i < 0 ? frameOf(id) : -1;
       if (i < 0 && f < 0) return false;
-      if (i >= 0) app.pane!.centreItem(i); else app.pane!.centreFrame(f);
+      if (i >= 0) app.pane!.viewport.centreItem(i); else app.pane!.viewport.centreFrame(f);
       app.pane!.drawNow();
       return true;
     },
     labelCount: () => app.pane?.labelCount ?? 0,
     frames: () => (view()?.frames ?? []).map((f) => ({ id: f.cluster.id, kind: f.cluster.kind, label: f.title, size: f.cluster.size,
-      rect: app.pane!.clientRect([f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2]) })),
+      rect: app.pane!.viewport.clientRect([f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2]) })),
     itemRects: () => {
       const p = app.pane, v = view();
       if (!p || !v) return [];
       const r = p.canvas.getBoundingClientRect();
       const out: { id: number | string; left: number; top: number; right: number; bottom: number }[] = [];
       for (const it of v.items) {
-        const q = p.clientRect([it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2]);
+        const q = p.viewport.clientRect([it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2]);
         if (q.right < r.left || q.left > r.right || q.bottom < r.top || q.top > r.bottom) continue;
         out.push({ id: it.cluster ? it.cluster.id : app.model!.nodes[it.node].id, ...q });
       }
       return out;
     },
-    fit: () => { app.pane?.fit(); app.pane?.drawNow(); },
+    fit: () => { app.pane?.viewport.fit(); app.pane?.drawNow(); },
     findings: () => (app.model?.doc.findings ?? []).map((f) => ({ rule: f.rule, severity: f.severity, nodes: [...f.nodes], source: f.source })),
     selectFinding: (i) => app.selectFinding(i, 0),
     findingsText: () => app.findingsText(),

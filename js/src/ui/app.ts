@@ -7,7 +7,7 @@
 import { decodeGraph } from "../model/decode";
 import { GraphModel } from "../model/graph";
 import { Hierarchy, type Cluster } from "../model/grouping";
-import { defaultMetric, isMetricName, makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
+import { isMetricName, makeScale, METRICS, type MetricName, type Scale } from "../model/colour";
 import { maskOf, searchNodes } from "../model/search";
 import { formatCount } from "../model/format";
 import { GraphPane } from "../canvas/pane";
@@ -28,7 +28,7 @@ import type { GraphDoc } from "../schema/types";
 export interface AppOptions {
   /** CSS height of the whole view ("600px", "100%") */
   height?: string;
-  /** colour metric to start with; default: backward time for timed graphs, else gradient or saved bytes */
+  /** colour metric to start with: the graph's default colour as Python chose it (default: saved bytes) */
   metric?: MetricName | null;
   /** fired on every selection change; user = it came from a click/keypress in this view */
   onSelect?(id: number | null, user: boolean): void;
@@ -148,9 +148,9 @@ export class App {
     this.hiers = [];
     this.panes = [];
     const docs = specs.map((s) => s.doc);
-    const hasGradBytes = docs.some((d) => d.nodes.some((n) => (n.grad_bytes ?? 0) > 0));
-    const metric = this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric
-      : defaultMetric(docs.some((d) => d.meta.timed), hasGradBytes);
+    // The default colour is decided in Python (graphwidget/views/payload.py:default_colour) and arrives as the
+    // widget's colour_by or the export's data-colour; without one, saved bytes (every graph has them).
+    const metric: MetricName = this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric : "saved_bytes";
     this.metric = metric;
     const drawn: Promise<void>[] = [];
     for (let k = 0; k < models.length; k++) {
@@ -164,7 +164,7 @@ export class App {
         describe: (item) => this.describeItem(k, item),
       }, specs[k].label, this.workers.shift());
       this.panes.push(pane);
-      pane.setMetric(metric, false);
+      pane.colours.setMetric(metric, false);
       drawn.push(pane.relayout());
       // let this pane's view be built and sent to its worker before the next pane's groups are computed
       await Promise.resolve();
@@ -196,7 +196,7 @@ export class App {
   protected showFindings(sections: FindingSection[]): void {
     for (const sec of sections) {
       const p = this.panes[sec.side];
-      p?.setFindings(sec.findings && sec.findings.length ? new FindingMarks(this.models[sec.side], sec.findings, sec.resolved) : null);
+      p?.marks.setFindings(sec.findings && sec.findings.length ? new FindingMarks(this.models[sec.side], sec.findings, sec.resolved) : null);
     }
     this.findingsTab = new FindingsTab(sections, (side, k) => void this.selectFinding(k, side));
     this.panel.body("findings").replaceChildren(this.findingsTab.el);
@@ -210,14 +210,14 @@ export class App {
    */
   async selectFinding(k: number, side = 0): Promise<number | null> {
     await this.ready;
-    const p = this.panes[side], marks = p?.findings;
+    const p = this.panes[side], marks = p?.marks.findings;
     const n = marks?.findings.length ?? 0;
     if (!p || !marks || !Number.isInteger(k) || k < 0 || k >= n) throw new Error(`no finding ${JSON.stringify(k)}: this view has ${n} (0 to ${n - 1})`);
     const nodes = marks.nodes[k];
     const hidden = new Set<Cluster>();
-    for (const i of nodes.subarray(0, 64)) for (const c of this.hiers[side].ancestors(i)) if (!p.expanded.has(c)) hidden.add(c);
+    for (const i of nodes.subarray(0, 64)) for (const c of this.hiers[side].ancestors(i)) if (!p.layout.expanded.has(c)) hidden.add(c);
     if (hidden.size) {
-      hidden.forEach((c) => p.expanded.add(c));
+      hidden.forEach((c) => p.layout.expanded.add(c));
       await p.relayout();
     }
     this.markNodes(this.panes.map((_, j) => (j === side ? marks.mask(k) : null)));
@@ -245,14 +245,14 @@ export class App {
   /** The legend's badge swatches, for the levels drawn in any pane. */
   protected appendFindingsLegend(resolvedText?: string): void {
     const levels = new Set<number>();
-    for (const p of this.panes) if (p.findings) p.findings.level.forEach((l) => levels.add(l));
+    for (const p of this.panes) if (p.marks.findings) p.marks.findings.level.forEach((l) => levels.add(l));
     const el = levels.size ? findingsLegend(levels, pickTheme(this.panes[0]?.el ?? this.root).dark, resolvedText) : null;
     if (el) this.legend.appendChild(el);
   }
 
   /** Tooltip lines for the findings in a drawn item of pane k ("! repeat-broadcast (homography.py:54)"). */
   protected findingNote(k: number, item: number): string | null {
-    const p = this.panes[k], marks = p?.findings, it = p?.view?.items[item];
+    const p = this.panes[k], marks = p?.marks.findings, it = p?.view?.items[item];
     if (!marks || !it) return null;
     const ks = new Set<number>();
     if (it.node >= 0) marks.findingsOf(it.node).forEach((j) => ks.add(j));
@@ -285,7 +285,7 @@ export class App {
     this.toolbar.status.title = this.toolbar.status.textContent; // it is cut when the toolbar is narrow
     this.drawLegend();
     this.renderInspector();
-    if (this.panes.every((p) => p.view && !p.busy)) this.setState("ready");
+    if (this.panes.every((p) => p.view && !p.layout.busy)) this.setState("ready");
   }
 
   /** The toolbar's status text: counts, what is drawn, the layout time. */
@@ -313,20 +313,20 @@ export class App {
 
   /** One scale over the drawn items of every laid-out pane (group sums where groups are drawn), applied to all. */
   recolour(): void {
-    const parts = this.panes.map((p) => p.itemSums());
+    const parts = this.panes.map((p) => p.colours.itemSums());
     const grouped = this.panes.some((p) => p.view?.items.some((it) => it.cluster));
     let values: ArrayLike<number>;
     if (grouped && this.metric !== "none") values = concat(parts.filter((x): x is Float64Array => !!x));
-    else values = concat(this.panes.map((p) => p.values));
+    else values = concat(this.panes.map((p) => p.colours.values));
     this.scale = makeScale(this.metric, values);
-    for (const p of this.panes) p.applyScale(this.scale);
+    for (const p of this.panes) p.colours.applyScale(this.scale);
     this.drawLegend();
   }
 
   colourBy(metric: MetricName, user = false): void {
     this.metric = metric;
     this.toolbar.colourSelect.value = metric;
-    for (const p of this.panes) p.setMetric(metric, false);
+    for (const p of this.panes) p.colours.setMetric(metric, false);
     if (this.panes.length) this.recolour();
     else this.drawLegend();
     this.opts.onMetric?.(metric, user);
@@ -355,7 +355,7 @@ export class App {
     if (id === null || id === undefined) { await this.selectIndex(-1, false, user, k); return true; }
     const i = this.models[k].indexOf.get(Number(id));
     if (i === undefined) { console.warn(`graphwidget: no node with id ${id}`); return false; }
-    if (i === p.selectedNode) { if (centre) p.centreItem(p.view!.rep[i]); return true; }
+    if (i === p.marks.selectedNode) { if (centre) p.viewport.centreItem(p.view!.rep[i]); return true; }
     await this.selectIndex(i, centre, user, k);
     return true;
   }
@@ -363,7 +363,7 @@ export class App {
   renderInspector(): void {
     const p = this.pane;
     if (!this.model || !p) return;
-    renderInspector(this.panel.body("inspector"), this.model, this.hier!, p.selectedNode, p.expanded, {
+    renderInspector(this.panel.body("inspector"), this.model, this.hier!, p.marks.selectedNode, p.layout.expanded, {
       select: (i) => void this.selectIndex(i, true, true),
       collapse: (c) => void p.collapse(c),
     });
@@ -385,8 +385,8 @@ export class App {
       : this.panes.length === 1 ? `1 / ${total}` : this.hits.map((hs, k) => `${this.labels[k] ?? k + 1}: ${hs.length}`).join(" · ");
     this.panes.forEach((p, k) => {
       const hs = this.hits[k];
-      p.setSearch(this.hitMasks[k], hs.length ? hs[0] : -1);
-      if (hs.length) p.centreItem(p.view!.rep[hs[0]]);
+      p.marks.setSearch(this.hitMasks[k], hs.length ? hs[0] : -1);
+      if (hs.length) p.viewport.centreItem(p.view!.rep[hs[0]]);
     });
     return total;
   }
@@ -397,12 +397,12 @@ export class App {
     const hits = this.hits[k];
     const p = this.panes[k];
     if (!hits || !hits.length || !p) return null;
-    const first = p.selectedNode !== hits[this.hitCursor];
+    const first = p.marks.selectedNode !== hits[this.hitCursor];
     if (!first) this.hitCursor = (this.hitCursor + dir + hits.length) % hits.length;
     const node = hits[this.hitCursor];
     if (this.panes.length === 1) this.toolbar.searchCount.textContent = `${this.hitCursor + 1} / ${hits.length}`;
     await p.reveal(node);
-    p.setSearch(this.hitMasks[k], node);
+    p.marks.setSearch(this.hitMasks[k], node);
     await this.selectIndex(node, true, true, k);
     return this.models[k].nodes[node].id;
   }
@@ -414,7 +414,7 @@ export class App {
     this.hits = this.panes.map(() => []);
     // kept, so highlightedIds() reports what is outlined (Enter has no hits to walk: it stays a no-op)
     this.hitMasks = this.panes.map((_, k) => masks[k] ?? null);
-    this.panes.forEach((p, k) => p.setSearch(masks[k] ?? null, -1));
+    this.panes.forEach((p, k) => p.marks.setSearch(masks[k] ?? null, -1));
   }
 
   /** Pane k's outlined nodes (search matches, a Changes row's or a finding's nodes; a mask), or null. */
@@ -433,7 +433,7 @@ export class App {
   }
 
   fitAll(): void {
-    for (const p of this.panes) p.fit();
+    for (const p of this.panes) p.viewport.fit();
   }
 
   dispose(): void {

@@ -1,4 +1,4 @@
-/** The short text shown on hover. Plain strings: the pane puts them in with textContent. */
+/** The short text shown on hover (pointer.ts). Plain strings: the pane puts them in with textContent. */
 import type { GraphModel } from "../model/graph";
 import type { Hierarchy } from "../model/grouping";
 import { formatBytes, formatMs, formatShape, formatCount } from "../model/format";

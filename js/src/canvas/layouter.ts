@@ -1,0 +1,151 @@
+/**
+ * Layout orchestration for one pane: which groups are open, regrouping the graph into the drawn view for that
+ * expansion, asking the layout worker to place it, and dropping results a newer expand or collapse superseded.
+ * The laid-out view goes to the pane (`laidOut`), which colours, marks and draws it.
+ */
+import type { GraphModel } from "../model/graph";
+import type { Cluster, Hierarchy } from "../model/grouping";
+import { buildView, initialExpansion, type ViewGraph } from "../model/view";
+import { LayoutClient } from "../layout/client";
+import { chooseAlgorithm, type LayoutInput, type LayoutResult } from "../layout/types";
+import { TITLE_FONT, type TextMeasurer } from "./measure";
+import type { Anchor } from "./viewport";
+
+export interface Timings { view: number; layout: number; draw: number; algorithm: string; worker: string; }
+
+export interface LayouterHooks {
+  /** a relayout started (the drawing is about to change) */
+  busy(): void;
+  /** a layout failed; the pane keeps what it showed before */
+  error(err: unknown): void;
+  /** a new view is laid out: the pane shows it (keeping `anchor` in place on screen) */
+  laidOut(view: ViewGraph, anchor: Anchor | undefined): Promise<void>;
+  /** after every relayout that was drawn */
+  changed(): void;
+}
+
+export class Layouter {
+  /** the open groups */
+  expanded: Set<Cluster>;
+  /** groups opened one by one (a click, the API): drawn with a frame even when they are chains or fan-ins */
+  private opened = new Set<Cluster>();
+  private seq = 0;
+  /** relayouts asked for and relayouts finished (drawn, superseded or failed) */
+  private started = 0;
+  private finished = 0;
+  private running: Promise<void> = Promise.resolve();
+
+  /**
+   * `timings`: where the last relayout's times go (the pane's, shown in the status bar and the automation API);
+   * `client`: a layout worker started early (while the data decodes), else the pane starts its own.
+   */
+  constructor(private model: GraphModel, private hier: Hierarchy, private measurer: TextMeasurer, private hooks: LayouterHooks,
+    private timings: Timings, private client: LayoutClient = new LayoutClient()) {
+    this.expanded = initialExpansion(model, hier);
+  }
+
+  /** Rebuilds the view for `expanded`, lays it out in the worker, hands it over. */
+  relayout(anchor?: Anchor): Promise<void> {
+    const seq = ++this.seq;
+    this.started++;
+    this.hooks.busy();
+    let counted = false;
+    const finish = () => { if (!counted) { counted = true; this.finished++; } };
+    const run = () => this.layoutOnce(seq, finish, anchor).catch((err) => { finish(); this.hooks.error(err); });
+    this.running = this.running.then(run, run);
+    return this.running;
+  }
+
+  /** True while a relayout is queued or running. */
+  get busy(): boolean {
+    return this.started !== this.finished;
+  }
+
+  /** Resolves when the latest relayout has been drawn. */
+  idle(): Promise<void> {
+    return this.running;
+  }
+
+  /** Marks a group open (one the user opened: it gets a frame); false if it already was. */
+  open(c: Cluster): boolean {
+    if (this.expanded.has(c)) return false;
+    this.expanded.add(c);
+    this.opened.add(c);
+    return true;
+  }
+
+  /** Marks a group closed; false if it was not open. */
+  close(c: Cluster): boolean {
+    return this.expanded.delete(c);
+  }
+
+  /** Opens every group enclosing node i; false if none was closed. */
+  reveal(i: number): boolean {
+    const hidden = this.hier.ancestors(i).filter((c) => !this.expanded.has(c));
+    hidden.forEach((c) => this.expanded.add(c));
+    return hidden.length > 0;
+  }
+
+  dispose(): void {
+    this.client.dispose();
+  }
+
+  private async layoutOnce(seq: number, finish: () => void, anchor?: Anchor): Promise<void> {
+    const t0 = performance.now();
+    const view = buildView(this.model, this.hier, this.expanded, this.measurer.box, (t) => this.measurer.width(`▾ ${t} · 000.0 KiB`, TITLE_FONT),
+      (c) => (c.kind === "chain" || c.kind === "fanin") && !this.opened.has(c));
+    const input = layoutInput(view);
+    const t1 = performance.now();
+    const res = await this.client.layout(input);
+    if (seq !== this.seq) { finish(); return; } // superseded by a newer expand/collapse
+    place(view, res);
+    this.timings.view = t1 - t0;
+    this.timings.layout = performance.now() - t1;
+    this.timings.algorithm = res.algorithm || chooseAlgorithm(input);
+    this.timings.worker = this.client.mode;
+    await this.hooks.laidOut(view, anchor);
+    finish();
+    this.hooks.changed();
+  }
+}
+
+/**
+ * What the layout needs of a view: box sizes, edges and, when groups are open, the frames. One pass over the items
+ * and one over the edges: on an expand-all of a big graph this runs on the main thread before the worker starts.
+ */
+export function layoutInput(view: ViewGraph): LayoutInput {
+  const { items, edges, frames } = view;
+  const n = items.length, m = edges.length, nf = frames.length;
+  const w = new Float64Array(n), h = new Float64Array(n);
+  const owner = nf ? new Int32Array(n) : null;
+  for (let i = 0; i < n; i++) {
+    const it = items[i];
+    w[i] = it.w;
+    h[i] = it.h;
+    if (owner) owner[i] = it.frame;
+  }
+  const src = new Int32Array(m), dst = new Int32Array(m);
+  for (let k = 0; k < m; k++) {
+    src[k] = edges[k].s;
+    dst[k] = edges[k].t;
+  }
+  const input: LayoutInput = { w, h, src, dst };
+  if (owner) {
+    const fparent = new Int32Array(nf), fminw = new Float64Array(nf);
+    for (let f = 0; f < nf; f++) {
+      fparent[f] = frames[f].parent;
+      fminw[f] = frames[f].minW;
+    }
+    input.owner = owner;
+    input.fparent = fparent;
+    input.fminw = fminw;
+  }
+  return input;
+}
+
+/** Writes a layout's positions, frame boxes and edge routes into the view. */
+export function place(view: ViewGraph, res: LayoutResult): void {
+  for (let i = 0; i < view.items.length; i++) { view.items[i].x = res.x[i]; view.items[i].y = res.y[i]; }
+  if (res.fx) view.frames.forEach((f, k) => { f.x = res.fx![k]; f.y = res.fy![k]; f.w = res.fw![k]; f.h = res.fh![k]; });
+  view.edges.forEach((e, k) => { e.points = res.pts.slice(res.ptOff[k], res.ptOff[k + 1]); });
+}

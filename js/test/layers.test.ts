@@ -1,0 +1,74 @@
+/**
+ * The folders of js/src are layers: a module imports from its own folder and from lower layers only, so a lower
+ * layer can be read, tested and reused without what sits above it.
+ *
+ *   schema < layout < model < canvas < ui < diff < entries
+ *
+ * layout is below model: it lays out typed arrays and knows nothing of graphs (model/view.ts reads its frame
+ * padding). diff is above ui: the diff view is the App with a second pane.
+ */
+import { describe, expect, it } from "vitest";
+
+const LAYERS = ["schema", "layout", "model", "canvas", "ui", "diff", "entries"];
+
+declare global {
+  interface ImportMeta {
+    /** Vite's glob import (vitest runs on Vite); declared here because the project has no Node or Vite types */
+    glob<T>(pattern: string, options: { query: string; import: string; eager: true }): Record<string, T>;
+  }
+}
+
+// Vite reads every source file as text at test time (no Node types in this project, so no node:fs).
+const SOURCES = import.meta.glob<string>("../src/**/*.ts", { query: "?raw", import: "default", eager: true });
+
+/** The module specifiers of a file's static imports and re-exports (`import … from "x"`, `export … from "x"`,
+ * `import "x"`) and dynamic imports. */
+function importsOf(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const out: string[] = [];
+  for (const m of code.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/gm)) out.push(m[1]);
+  for (const m of code.matchAll(/^\s*import\s*["']([^"']+)["']/gm)) out.push(m[1]);
+  for (const m of code.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)) out.push(m[1]);
+  return out;
+}
+
+/** The folder (layer) a relative specifier of `file` (a path under src/) lands in, or null for a package. */
+function layerOf(file: string, spec: string): string | null {
+  if (!spec.startsWith(".")) return null;
+  const parts = file.split("/").slice(0, -1);
+  for (const p of spec.split("/")) {
+    if (p === "..") parts.pop();
+    else if (p !== ".") parts.push(p);
+  }
+  return parts.length > 1 ? parts[1] : null; // parts[0] is "src"; a file directly in src/ has no layer
+}
+
+const files = Object.entries(SOURCES).map(([path, text]) => ({ file: path.replace(/^\.\.\//, ""), text }));
+
+describe("layers", () => {
+  it("reads the sources, each in a known layer", () => {
+    expect(files.length).toBeGreaterThan(40);
+    for (const { file } of files) {
+      const parts = file.split("/");
+      if (parts.length > 2) expect(LAYERS, file).toContain(parts[1]);
+    }
+  });
+
+  it("finds imports the way they are written here", () => {
+    expect(importsOf(`import type { A } from "../model/graph";\nimport {\n  b,\n  c,\n} from './x';\nexport { d } from "../layout";\nimport "./side";\n// import { e } from "../ui/app";\n/* import f from "../ui/g"; */\nconst w = () => import("../diff/app");`))
+      .toEqual(["../model/graph", "./x", "../layout", "./side", "../diff/app"]);
+  });
+
+  it("no module imports from a higher layer", () => {
+    const upward: string[] = [];
+    for (const { file, text } of files) {
+      const own = file.split("/")[1];
+      if (!LAYERS.includes(own)) continue;
+      for (const spec of importsOf(text)) {
+        const to = layerOf(file, spec);
+        if (to !== null && LAYERS.indexOf(to) > LAYERS.indexOf(own)) upward.push(`${file} imports ${spec} (${own} < ${to})`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+});

@@ -5,10 +5,10 @@ Run: .venv/bin/python tests/bench/bench_capture.py [--quick] [--sizes 10000 1000
 (``--quick``: 10k and 100k nodes, fan-in 100k only; what tests/bench/report.py runs for docs/performance.md.)
 Targets (issue 2): full annotated capture <= 3x the bare DFS at 100k nodes; a 1M-node capture under 6 s.
 Fan-in (issue 10): ``torch.cat`` of k leaves, one node with k inputs; both engines must grow linearly in k (the
-compiled core's edge builder was O(k^2): 2.8 s at 100k, 10.8 s at 200k).
+compiled core's edge builder was once O(k^2)).
 
 ``capture`` is gw.capture as users get it (the compiled core when built: `python -m graphwidget build-native`);
-``python`` is the pure-Python path (engine="python") for comparison, skipped at 1M unless --python-1m (~15 s).
+``python`` is the pure-Python path (engine="python") for comparison, skipped at 1M unless --python-1m (it takes a while).
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ $(STAMP): $(VPY) pyproject.toml js/package.json
 	$(VPY) -m pip install -q --no-deps --target $(VENV)/anywidget-oldest "anywidget==0.9.0"
 	touch $(STAMP)
 
-# The compiled capture core (graphwidget/capture/_native/): ~2 min of g++ CPU, 4-9 min wall on a 2-core machine, built
+# The compiled capture core (graphwidget/capturing/native/): ~2 min of g++ CPU, 4-9 min wall on a 2-core machine, built
 # into ~/.cache/graphwidget/native/<this venv>. Without a compiler graphwidget still works (pure Python, slower on big
 # graphs), so `make demo` goes on; `make test` requires it.
 native: $(STAMP)

@@ -1,5 +1,5 @@
-"""Shared fixtures: one Chromium for the whole test session (Debian's chromium driven by Playwright; see
-shared/TESTING.md), and IPython's own test shell with graphwidget's magics loaded.
+"""Shared fixtures: one Chromium for the whole test session (Debian's chromium driven by Playwright; see "Browser
+tests" in CONTRIBUTING.md), and IPython's own test shell with graphwidget's magics loaded.
 
 Playwright's sync API allows one running instance per thread, so the browser tests and the JupyterLab tests share
 this one instead of each starting their own.

@@ -9,9 +9,9 @@ from typing import Iterator
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Capture and (de)serialisation allocate millions of small containers that cannot form cycles; the cyclic GC
-    would rescan the growing graph again and again (figures: README, Performance). Pausing it is safe: nothing is
-    freed later than it would be by reference counting. The disable sits inside the ``try`` so that an interrupt
-    arriving right after it still switches the collector back on."""
+    would rescan the growing graph again and again, at a cost that grows faster than the graph. Pausing it is safe:
+    nothing is freed later than it would be by reference counting. The disable sits inside the ``try`` so that an
+    interrupt arriving right after it still switches the collector back on."""
     was_enabled = gc.isenabled()
     try:
         gc.disable()

@@ -125,9 +125,10 @@ def traced_lines(func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[
 
     For Python-level torch APIs that reach the torch-function mode as *one* call (``F.multi_head_attention_forward``
     dispatches itself through ``handle_torch_function``; torch turns the mode off while it handles a call, so the
-    ops inside are not seen one by one): a line tracer reads autograd's sequence counter (~0.04 us) at every line
-    event of that call, so each of its nodes gets the line inside the library that made it. Only the trace pass uses
-    it (never a timed run), and only when no other tracer (a debugger, coverage) is installed on this thread.
+    ops inside are not seen one by one): a line tracer reads autograd's sequence counter (a plain counter read,
+    cheap enough for every line) at every line event of that call, so each of its nodes gets the line inside the
+    library that made it. Only the trace pass uses it (never a timed run), and only when no other tracer (a
+    debugger, coverage) is installed on this thread.
     """
     if next_seq is None or sys.gettrace() is not None:
         return func(*args, **kwargs), []

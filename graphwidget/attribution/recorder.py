@@ -4,7 +4,7 @@ How (public torch machinery, nothing left behind):
 
 * A ``TorchFunctionMode`` sees every torch call the traced function makes. Autograd numbers nodes with a
   thread-local *sequence number* as it creates them; reading the next number before and after each call
-  (``torch._C._autograd._get_sequence_nr``, a counter read, ~0.04 µs) gives the exact range of node numbers that
+  (``torch._C._autograd._get_sequence_nr``, a plain counter read) gives the exact range of node numbers that
   call created — including nodes that never surface as an output's ``grad_fn`` (``linear`` makes ``AddmmBackward0``
   *and* ``TBackward0``). Each node is later matched to its call by binary search on that range.
 * ``torch.autograd.Function.apply`` does not go through torch-function modes, so while tracing it is wrapped to

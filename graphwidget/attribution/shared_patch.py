@@ -18,7 +18,7 @@ backward hooks, ``torch.autograd.Function._register_hook``. Each such change is 
 
 Everything here is also invisible to torch.compile: the dispatchers start with :func:`dynamo_compiling`, which
 Dynamo constant-folds to ``True`` while it traces (so it traces straight through to the original, without graph
-breaks), and which costs one trivial call (~0.1 µs) otherwise.
+breaks), and which costs one trivial call otherwise.
 """
 from __future__ import annotations
 

@@ -1,19 +1,19 @@
 """Keep the process alive when a deep autograd graph is freed after Python has touched it.
 
-Why this exists (measured with torch 2.13, CPU, default 8 MiB stack):
+Why this exists (found with torch 2.13, CPU, default 8 MiB stack):
 
 Since torch made ``Node`` an ``intrusive_ptr`` target with *PyObject preservation*, a node that has ever been
 handed to Python (any ``grad_fn`` / ``next_functions`` access, i.e. any graph walk) keeps its Python wrapper alive
 for as long as C++ still references the node. Freeing such a chain no longer goes through torch's iterative
 ``deleteNode``; it recurses in C: ``~Node`` releases its next edge -> the next node's refcount drops to 1 ->
-``decref_pyobject`` -> ``THPCppFunction_dealloc`` -> ``~Node`` -> ... about five C frames (~130-200 bytes of stack)
-per node. A 60,000-node chain overflows 8 MiB: segfault, i.e. a dead Jupyter kernel. No order of releasing the
+``decref_pyobject`` -> ``THPCppFunction_dealloc`` -> ``~Node`` -> ... about five C frames per node. A chain of some
+tens of thousands of nodes overflows 8 MiB: segfault, i.e. a dead Jupyter kernel. No order of releasing the
 wrappers helps (we tried root-first, leaf-first, dict and list holders): once wrapped, the recursion happens
 whenever the last C++ reference goes.
 
 The fix: the main thread's stack on Linux/macOS grows on demand up to the *soft* ``RLIMIT_STACK``, read at fault
 time, so raising the soft limit at run time (never above the hard limit) gives the recursion the room it needs.
-Measured: a 1,000,000-node chain needs between 128 and 256 MiB; we reserve 512 bytes per node (2-4x margin).
+:data:`BYTES_PER_NODE` is a few times what those frames take, so the limit follows the graph with a margin.
 Worker threads have fixed-size stacks set when they start, so this protects frees on the main thread — where
 notebooks and scripts run — and we say so instead of pretending otherwise.
 
@@ -31,9 +31,10 @@ try:  # not on Windows
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
-#: Graphs smaller than this free fine on the default 8 MiB stack (crash seen from ~50k nodes; 4x margin).
+#: Graphs smaller than this free fine on the default 8 MiB stack: several times below the depth where a free was
+#: seen to crash (tests/test_deep.py's control test shows the crash), so small graphs never touch the limit.
 SAFE_NODES = 12_000
-#: Stack reserved per node of a captured graph (measured need: ~130-200 bytes).
+#: Stack reserved per node of a captured graph: a few times what the five C frames of one node's free take.
 BYTES_PER_NODE = 512
 #: Extra headroom for whatever the program itself has on the stack.
 HEADROOM = 64 * 2**20

@@ -27,7 +27,8 @@ _BackwardCFunction = torch.autograd.function.BackwardCFunction
 
 
 class TypeInfo:
-    """What is the same for every node of one type; computed once per type (dir() alone costs ~5 µs)."""
+    """What is the same for every node of one type; computed once per type (``dir()`` and the attribute scan cost
+    more than reading a whole node, so no node pays for them)."""
 
     __slots__ = ("op", "kind", "tensor_attrs", "other_attrs")
 
@@ -198,7 +199,7 @@ def shared_key_dict(keys: Sequence[str]) -> Dict[str, Any]:
     return obj.__dict__
 
 
-# Every node record starts as a copy of this (copying a dict is ~2x cheaper than building a 15-key literal).
+# Every node record starts as a copy of this (copying a dict is cheaper than building a 15-key literal).
 _NODE_TEMPLATE: Dict[str, Any] = shared_key_dict(schema.NODE_KEYS)
 _NODE_TEMPLATE["saved_bytes"] = _NODE_TEMPLATE["grad_bytes"] = 0
 # The compiled core's other records: an edge, a saved tensor (its name last, as _Builder.saved_tensor adds it), a
@@ -219,8 +220,8 @@ def build_records(w: Walk, param_names: Mapping[int, str]
                   ) -> Tuple[List[Dict[str, Any]], List[Tuple[int, int, Dict[str, Any]]]]:
     """Node attribute dicts (``nodes[i]`` is node ``i``) and ``(u, v, edge attrs)`` triples for a walk.
 
-    This loop is the capture's hot path (~4 µs a node, of which reading ``_input_metadata`` is ~1.2 µs and the
-    record dict ~0.4 µs), so it is written flat, with per-type facts and repeated output records cached.
+    This loop is the capture's hot path (reading ``_input_metadata`` and building the record dict are most of a
+    node's cost), so it is written flat, with per-type facts and repeated output records cached.
     """
     b = _Builder(param_names)
     types = b.types

@@ -1,7 +1,8 @@
 """Autograd sequence numbers: the thread-local counter autograd numbers nodes with as it creates them.
 
-``next_seq()`` reads the number the next node will get (~0.04 µs); bracketing a call with it gives exactly the nodes
-that call created. It is private torch API, so it may be ``None`` on a torch without it.
+``next_seq()`` reads the number the next node will get (a plain counter read, cheap enough to bracket every torch
+call); bracketing a call with it gives exactly the nodes that call created. It is private torch API, so it may be
+``None`` on a torch without it.
 """
 from __future__ import annotations
 

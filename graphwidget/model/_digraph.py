@@ -11,7 +11,7 @@ def build_digraph(nodes: Iterable[Tuple[int, Dict[str, Any]]],
     """A DiGraph from ``(id, attrs)`` and ``(u, v, attrs)``, filling networkx's adjacency dicts directly.
 
     ``add_nodes_from``/``add_edges_from`` copy every attribute dict and re-check every key, which costs more than
-    the whole walk on big graphs (figures in the README's Performance section). The result is an ordinary DiGraph.
+    the whole walk on big graphs. The result is an ordinary DiGraph.
     """
     node: Dict[int, Dict[str, Any]] = {}
     succ: Dict[int, Dict[int, Dict[str, Any]]] = {}

@@ -33,7 +33,7 @@ class GradGraph:
     """An autograd graph captured by :func:`graphwidget.capture`, :func:`graphwidget.trace` or
     :func:`graphwidget.profile`, or read by :func:`graphwidget.load_json`.
 
-    ``nx`` is a ``networkx.DiGraph`` whose nodes are integer ids with the attributes documented in the README;
+    ``nx`` is a ``networkx.DiGraph`` whose nodes are integer ids with the attributes documented in docs/schema.md;
     edges ``(u, v)`` follow forward data flow (``u`` appears in ``v.next_functions``). ``meta`` holds graph-wide
     facts (roots, torch version, whether source/timings are present). ``output`` is what the traced function
     returned (``None`` for :func:`capture`). ``findings`` holds the advisor's findings once computed.

@@ -135,7 +135,7 @@ def graph_from_parsed(data: Any, who: str = "graphwidget.load_json") -> GradGrap
     """:func:`from_dict`, then the parsed records are untracked from the cyclic GC (plain data, no cycles)."""
     g = from_dict(data, who)
     mod = _core()
-    if mod is not None:  # spare the collector its pass over ~10 containers a node
+    if mod is not None:  # spare the collector its pass over every node's many small containers
         for part in adjacency(g.nx):
             mod.untrack_tree(part)
     return g

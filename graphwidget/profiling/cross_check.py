@@ -99,7 +99,7 @@ def profiler_runs(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[s
                   grads: Optional[Grads], ref: Optional[Run], runs: int = 3
                   ) -> Tuple[List[Optional[float]], Dict[str, float]]:
     """``runs`` profiled runs; per-node and per-op medians. One run is a noisy sample: big-tensor nodes pay for fresh
-    pages in some runs and not others (measured: SelectBackward0's share 0.64-0.97 over single runs)."""
+    pages in some runs and not others, so one op's share moves a lot between single runs."""
     results = [profiler_run(fn, args, kwargs, dev, grads, ref) for _ in range(runs)]
     bwd = [median([r[1][i] for r in results]) for i in range(len(results[0][1]))]
     ops = sorted({op for r in results for op in r[2]})

@@ -12,9 +12,9 @@ class OpTimer:
     """Records ``(seq_lo, seq_hi, start, end)`` for every torch call (and ``Function.apply``) that creates nodes.
 
     Kept minimal on purpose: it runs on every op of every measured forward (the timing itself is inlined in
-    :class:`~graphwidget.attribution.intercept.InterceptMode`). The four numbers go into one flat list of ints: 10k
-    surviving tuples would be GC-tracked and trigger extra collections inside the user's forward (measured: +18 ms on
-    the 10k-op chain); ints are not tracked, and the temporary tuple dies at once.
+    :class:`~graphwidget.attribution.intercept.InterceptMode`). The four numbers go into one flat list of ints: a
+    surviving tuple per call would be GC-tracked, and thousands of them trigger extra collections inside the user's
+    forward; ints are not tracked, and the temporary tuple dies at once.
 
     Per thread, invisible to torch.compile, and :meth:`close` is idempotent (see
     :class:`~graphwidget.attribution.intercept.Interception`).

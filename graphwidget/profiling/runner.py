@@ -5,13 +5,15 @@
   stamps are events on the node's stream, read after one synchronise per run. Backward wall time minus the time
   inside nodes is the engine's own work between them (scheduling, summing fanned-in gradients): ``unattributed_ms``.
 * **Forward**: a minimal ``TorchFunctionMode`` (plus a ``Function.apply`` wrapper) stamps each torch call that creates
-  nodes; nodes are matched to calls by autograd sequence number. :class:`graphwidget.trace.Recorder` (source line,
-  module path; ~15-20 µs a call) runs on the first run only.
+  nodes; nodes are matched to calls by autograd sequence number. The attribution
+  :class:`~graphwidget.attribution.recorder.Recorder` (source line, module path: far more bookkeeping per call than
+  the timer) runs on the first run only.
 * **Repeats**: ``warmup`` + ``repeat`` runs, each a new call of ``fn``; nodes are matched across runs by their
   deterministic ids (pre-order from the roots). Default statistic: drop the fastest and slowest quarter of the runs
   whole and average the rest, so node times and engine time still add up (``stat="median"``: per-node medians).
 * **Cost**: while registering, torch's per-hook Python helper (an ``OrderedDict`` + ``RemovableHandle`` per call,
-  ~1 µs) is swapped for a lean one and the garbage collector is paused. Design and numbers: ``docs/timing.md``.
+  two calls per node) is swapped for a lean one and the garbage collector is paused. Design: ``docs/timing.md``;
+  numbers: ``docs/performance.md``.
 """
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     ``stat="iqm"`` (default): drop the fastest and slowest quarter of the runs (whole runs), average the rest per
     node; node times + ``unattributed_ms`` then add up to ``backward_ms``, the same runs' mean wall time. (A per-node
     median hides costs that move between nodes from run to run, such as the allocator faulting in fresh pages for
-    one big gradient or another: ~30 % of the homography backward.) ``stat="median"``: per-node medians over all
+    one big gradient or another: a large share of the homography backward.) ``stat="median"``: per-node medians over all
     runs; robust per node, but the nodes no longer add up to the wall time.
 
     ``fn`` returns the tensor to differentiate, or a dict/object with a ``loss`` tensor (that one is used), or a
@@ -205,13 +207,13 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
     graph = None
     # The first run is the Recorder's (source, module): it times each call itself, around the bare op, and hands
     # back the two stamps (resolved after the run's sync; CUDA events cannot be read before). Other runs use the
-    # lean op timer: the Recorder's per-call bookkeeping (~15-20 µs) is paid once, not per repeat.
+    # lean op timer: the Recorder's per-call bookkeeping is paid once, not per repeat.
     rec = Recorder(timer=(stamp, lambda t0: (t0, stamp()))) if attribute else None
     timer = rec if rec is not None else OpTimer(stamp)
     if token is not None and rec is None:
         # A measured forward runs as it would without us (unless another thread is profiling too). Not the
-        # Recorder's: its 10k+ bookkeeping objects make every collection pass longer (117 -> 698 ms on the 10k-op
-        # chain).
+        # Recorder's: its bookkeeping objects (several per call) make every collection pass longer, and on a
+        # graph of many tiny ops those passes cost more than the hooks.
         GC_PAUSE.release(token)
     try:
         try:

@@ -1,7 +1,7 @@
 """Where the built front end lives (``graphwidget/static``, built from ``js/``) and how to read it.
 
-The bundles are built by ``make setup`` / ``pip install`` (hatch-jupyter-builder runs esbuild) and shipped in the
-wheel and the sdist; a checkout that has not been built gets :class:`BundleMissingError` saying what to run.
+The bundles are built by ``make setup`` / ``pip install`` (the build hook ``hatch_build.py`` runs esbuild) and shipped
+in the wheel and the sdist; a checkout that has not been built gets :class:`BundleMissingError` saying what to run.
 """
 from __future__ import annotations
 

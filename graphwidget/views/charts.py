@@ -187,7 +187,8 @@ def html_fragment(figures: Any, kinds: Sequence[str] = ("time", "memory"), inclu
     (``include_plotlyjs=False`` leaves it out when the page already has it), never loaded from a CDN.
 
     ``figures`` is a figure, a list of figures, or a :class:`GradGraph` (then ``kinds`` are drawn; ``"time"`` kinds
-    are skipped for graphs without timings). plotly.js adds ~4.7 MB, so exports should offer this as an opt-in.
+    are skipped for graphs without timings). plotly.js adds megabytes (docs/performance.md, Sizes), so exports
+    take charts only when asked.
 
     >>> frag = html_fragment(g)                             # doctest: +SKIP
     """

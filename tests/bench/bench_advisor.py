@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_advisor.py            # 10k and 100k
     .venv/bin/python tests/bench/bench_advisor.py 10000      # one size
+    .venv/bin/python tests/bench/bench_advisor.py --quick    # 10k only (tests/bench/report.py)
 
 Four traced programs per size, each advised as traced and again after ``load_json`` (torch-free path):
 
@@ -16,8 +17,8 @@ is per distinct call, reported by the rule's own evidence.
 """
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import time
 from typing import Callable, Dict, List, Tuple
 
@@ -105,4 +106,8 @@ def main(sizes: List[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [10_000, 100_000])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sizes", type=int, nargs="*", help="graph sizes in nodes (default 10k and 100k)")
+    ap.add_argument("--quick", action="store_true", help="10k nodes only")
+    a = ap.parse_args()
+    main(a.sizes or ([10_000] if a.quick else [10_000, 100_000]))

@@ -1,12 +1,14 @@
 """Capture cost vs. the bare DFS over next_functions, measured in the same run (ratios, not absolute targets).
 
-Run: .venv/bin/python tests/bench/bench_capture.py [--sizes 10000 100000 1000000] [--python-1m] [--fan-in 100000 200000]
+Run: .venv/bin/python tests/bench/bench_capture.py [--quick] [--sizes 10000 100000 1000000] [--python-1m]
+         [--fan-in 100000 200000]
+(``--quick``: 10k and 100k nodes, fan-in 100k only; what tests/bench/report.py runs for docs/performance.md.)
 Targets (issue 2): full annotated capture <= 3x the bare DFS at 100k nodes; a 1M-node capture under 6 s.
 Fan-in (issue 10): ``torch.cat`` of k leaves, one node with k inputs; both engines must grow linearly in k (the
-compiled core's edge builder was O(k^2): 2.8 s at 100k, 10.8 s at 200k).
+compiled core's edge builder was once O(k^2)).
 
 ``capture`` is gw.capture as users get it (the compiled core when built: `python -m graphwidget build-native`);
-``python`` is the pure-Python path (engine="python") for comparison, skipped at 1M unless --python-1m (~15 s).
+``python`` is the pure-Python path (engine="python") for comparison, skipped at 1M unless --python-1m (it takes a while).
 """
 from __future__ import annotations
 
@@ -88,12 +90,18 @@ def fan_in(sizes) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--quick", action="store_true", help="10k and 100k nodes, fan-in 100k (no 1M-node chain)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None, help="default 10k 100k 1M (--quick: 10k 100k)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--python-1m", action="store_true", help="also time the pure-Python path at 1M nodes")
-    ap.add_argument("--fan-in", type=int, nargs="*", default=[100_000, 200_000],
-                    help="sizes k for the fan-in measurement (torch.cat of k leaves); none to skip")
+    ap.add_argument("--fan-in", type=int, nargs="*", default=None,
+                    help="sizes k for the fan-in measurement (torch.cat of k leaves; default 100k 200k, --quick "
+                         "100k); none to skip")
     args = ap.parse_args()
+    if args.sizes is None:
+        args.sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
+    if args.fan_in is None:
+        args.fan_in = [100_000] if args.quick else [100_000, 200_000]
     # Freeing a deep graph that Python has walked recurses inside torch (see graphwidget/capturing/_deep_free.py); the bare
     # DFS below walks without graphwidget's protection, so grant the stack up front.
     make_deep_free_safe(max(args.sizes))

@@ -1,6 +1,7 @@
 """How long gw.diff takes on big graphs: pairs of ~10k- and ~100k-node graphs, B = A with a few edits.
 
-Run: .venv/bin/python tests/bench/bench_diff.py [--sizes 10000 100000] [--repeat 3]
+Run: .venv/bin/python tests/bench/bench_diff.py [--quick] [--sizes 10000 100000] [--repeat 3]
+(``--quick``: the 10k pairs only.)
 Targets (issue 9): two 10k-node graphs diff in <= 1 s, two 100k-node graphs in <= 10 s.
 
 Graphs (all real autograd graphs captured with gw.capture, except the random DAG, which is built in schema form):
@@ -128,9 +129,12 @@ def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, float, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    ap.add_argument("--quick", action="store_true", help="the 10k-node pairs only")
+    ap.add_argument("--sizes", type=int, nargs="*", default=None, help="default 10k 100k (--quick: 10k)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    if args.sizes is None:
+        args.sizes = [10_000] if args.quick else [10_000, 100_000]
     print(f"{'graphs':<14}{'nodes A':>9}{'nodes B':>9}{'diff s':>9}{'cpu s':>8}{'target':>8}{'to_json s':>11}  "
           f"matching")
     for n in args.sizes:

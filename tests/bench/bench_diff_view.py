@@ -1,6 +1,8 @@
 """Diff view benchmark: time from page.goto(diff page) to data-gw-state=ready for a pair of n-node graphs.
 
-    .venv/bin/python tests/bench/bench_diff_view.py [--sizes 1000 10000] [--repeat 7]
+    .venv/bin/python tests/bench/bench_diff_view.py [--quick] [--sizes 1000 10000] [--repeat 7]
+
+(``--quick``: 3 loads per pair instead of 7.)
 
 Debian's Chromium headless through Playwright, network refused (as the browser tests). The page is export-like:
 the diff document as gzip + base64 in a data-kind="diff" script, viewer.js inlined (tests/browser/diff_fixtures.py).
@@ -44,8 +46,11 @@ def load_once(browser: Any, path: Path) -> Dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="3 loads per pair (default 7)")
+    ap.add_argument("--repeat", type=int, default=None)
     args = ap.parse_args()
+    if args.repeat is None:
+        args.repeat = 3 if args.quick else 7
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe:
         sys.exit("chromium is not installed")

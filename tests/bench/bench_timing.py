@@ -1,6 +1,8 @@
 """Benchmark of gw.profile: overhead per measured repeat, cost against torch.profiler, and the homography answer.
 
-    .venv/bin/python tests/bench/bench_timing.py [--threads 1] [--trials 7] [--chain 10000]
+    .venv/bin/python tests/bench/bench_timing.py [--quick] [--threads 1] [--trials 7] [--chain 10000]
+
+(``--quick``: 3 trials instead of 7.)
 
 Prints:
 1. uninstrumented forward+backward vs the cost of one more profile repeat (differential: (T(profile, r2) -
@@ -165,9 +167,12 @@ def homography(trials: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--trials", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="3 trials (default 7)")
+    ap.add_argument("--trials", type=int, default=None)
     ap.add_argument("--chain", type=int, default=10_000)
     a = ap.parse_args()
+    if a.trials is None:
+        a.trials = 3 if a.quick else 7
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), trials {a.trials}")
     loads = workloads(a.chain)

@@ -2,8 +2,9 @@
 
     .venv/bin/python tests/bench/bench_viewer.py [--quick] [--models] [--repeat N]
 
-Runs Debian's Chromium headless through Playwright, network refused (see shared/TESTING.md). Prints markdown
-tables (pasted into docs/viewer.md). Targets: 10k nodes ≤ 1.5 s, 100k nodes (collapsed view) ≤ 5 s.
+Runs Debian's Chromium headless through Playwright, network refused (as the browser tests: CONTRIBUTING.md). Prints
+markdown tables (collected into docs/performance.md by tests/bench/report.py). Targets: 10k nodes ≤ 1.5 s, 100k nodes
+(collapsed view) ≤ 5 s.
 
 Besides the wall time (median, min–max over fresh browser contexts) it prints the CPU seconds of the page's main
 thread and of its renderer process (main thread + layout worker), read from Chromium's Performance metrics, and the

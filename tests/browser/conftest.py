@@ -1,4 +1,4 @@
-"""Shared Chromium for the browser tests (Debian's chromium through Playwright; see shared/TESTING.md).
+"""Shared Chromium for the browser tests (Debian's chromium through Playwright; see CONTRIBUTING.md).
 
 Tests are skipped only when no chromium binary is on PATH (CI installs it, so there they run).
 """

@@ -1,4 +1,4 @@
-"""A real JupyterLab server on loopback and Debian's Chromium driven by Playwright (recipe: /work/shared/TESTING.md).
+"""A real JupyterLab server on loopback and Debian's Chromium driven by Playwright (set-up: CONTRIBUTING.md).
 
 * ``lab``: one server for the whole session (free port, token disabled, every Jupyter/IPython dir a temp dir, the
   news pop-up disabled, ``--expose-app-in-browser`` so tests can ask the app whether the kernel is idle).

@@ -11,8 +11,8 @@ from . import ops
 from .finding import Finding
 from .ops import nbytes
 
-#: Below this many wasted bytes a finding is "info", not "warning": writing 256 KiB costs ~10-50 µs on a CPU, a
-#: few autograd nodes' worth of overhead.
+#: Below this many wasted bytes a finding is "info", not "warning": writing less than this costs about as much as a
+#: few autograd nodes' own overhead.
 MATERIAL_BYTES = 256 * 1024
 #: Byte-counting rules do not report below this much waste at all: on a few KiB nothing is measurably slow, and a
 #: finding there (twelve selects of a 3x3 matrix) would only be noise.

@@ -70,7 +70,7 @@ def compiler() -> Optional[str]:
 def ninja() -> Optional[str]:
     """ninja, from PATH or the PyPI ``ninja`` package (it installs next to the venv's Python, which is not on PATH
     when the venv is not activated); ``None`` when absent or ``GRAPHWIDGET_NINJA=0`` — the build then compiles one
-    file at a time (slower, but one compiler process: ~1 GB of memory instead of one per core)."""
+    file at a time (slower, but one compiler process's memory instead of one per core)."""
     if os.environ.get("GRAPHWIDGET_NINJA") == "0":
         return None
     found = shutil.which("ninja")

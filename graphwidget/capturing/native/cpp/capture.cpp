@@ -1,9 +1,8 @@
 // graphwidget's compiled capture core: the same walk and the same records as graphwidget/capturing/records.py, in C++.
 //
-// Why this exists: in Python the capture costs ~8.5 us a node against ~1.5 us for the bare depth-first walk over
-// next_functions (100k-node chain, this machine); reading `_input_metadata` and the saved tensors through Python
-// attribute access and building the records in bytecode is most of it, and no rearrangement of the Python got
-// below ~5x the walk. Here the walk, the output metadata, the tensor records, the edges and networkx's adjacency
+// Why this exists: in Python the capture costs several times the bare depth-first walk over next_functions (the
+// ratio is in docs/performance.md); reading `_input_metadata` and the saved tensors through Python attribute access
+// and building the records in bytecode is most of it, and no rearrangement of the Python got it near the 3x target. Here the walk, the output metadata, the tensor records, the edges and networkx's adjacency
 // dicts are built with the CPython C API straight from torch's C++ Node objects; only what is the same for every
 // node of one type (its op name, kind and saved-attribute names) and the rare cases below are asked of Python.
 //
@@ -53,7 +52,7 @@ struct Attr {
   Ref descr;  // the type's getset descriptor for `attr` (a C getter torch generates), when it is one
   // A single saved tensor is a SavedVariable member of the node's C++ type, at the same offset in every node of
   // that type. The `_raw_saved_*` getter hands it out as a pybind object (one allocation and a registry insert and
-  // erase per read: ~0.3 us); once two nodes' getters agree on the offset, later nodes are read at it directly.
+  // erase per read, per saved tensor); once two nodes' getters agree on the offset, later nodes are read at it directly.
   // kUnlearned: not seen yet; kNoOffset: a list, or the getters disagreed (then the getter is used every time).
   static constexpr std::ptrdiff_t kUnlearned = -1, kNoOffset = -2;
   std::ptrdiff_t offset = kUnlearned;
@@ -75,8 +74,8 @@ struct TypeInfo {
 
 // Reading a node without giving it a Python wrapper.
 //
-// A node's wrapper, once made, lives as long as the node (PyObject preservation): 100k of them are most of what the
-// cycle collector scanned after a capture (~0.4 us a node), and they are what makes freeing a deep graph recurse in
+// A node's wrapper, once made, lives as long as the node (PyObject preservation): one per node, they are most of
+// what the cycle collector scanned after a capture, and they are what makes freeing a deep graph recurse in
 // C (_deep_free.py). The C getters torch generates for `_raw_saved_*`, `_saved_*` and `variable` only read
 // `self->cdata`, so one *reader* per type — a real instance of the node's Python type, allocated by the type's own
 // allocator and holding the node in the public `THPCppFunction::cdata` member, as torch's `CppFunction_pynew`
@@ -166,7 +165,7 @@ class Capture {
 
   // Returns (node attrs dict, succ, pred, [index of each root]).
   // With `rank`, each node's seq is its rank (capture.finalize_seq done here, where the numbers are at hand:
-  // the separate pass over 100k finished dicts cost ~0.8 us a node in cache misses) and the fifth item of the
+  // a separate pass over the finished dicts pays a cache miss per node) and the fifth item of the
   // result is the absolute numbers, 8 bytes a node (UINT64_MAX: none), for GradGraph.abs_seq.
   PyObject* run(PyObject* roots, bool rank) {
     std::vector<Node*> root_nodes;
@@ -211,8 +210,8 @@ class Capture {
       untrack(succ_of_[i]);
       untrack(pred_of_[i]);
     }
-    // And the three top-level dicts: the collector's traversal of them alone touched every record (33 ms of cache
-    // misses at 100k nodes). networkx re-tracks them the moment it stores a new container in them.
+    // And the three top-level dicts: the collector's traversal of them alone touched every record (a cache miss
+    // per node). networkx re-tracks them the moment it stores a new container in them.
     untrack(node_dict.get());
     untrack(succ.get());
     untrack(pred.get());
@@ -783,7 +782,7 @@ class Capture {
   void edges(const std::vector<PyObject*>& attrs, const std::vector<Ref>& ids, PyObject* succ, PyObject* pred) {
     // For nodes with several inputs: producer u -> the consumer whose edge from u was made last, and that edge.
     // A second connection from u to the same consumer (`a * a`) finds it in O(1): `torch.cat` of 200k tensors
-    // searched a list of the node's edges per input before (O(k^2): 10.8 s).
+    // searched a list of the node's edges per input before: O(k^2).
     const size_t n = order_.size();
     std::vector<size_t> edge_to(n, NodeIndex::kMissing);
     std::vector<PyObject*> edge_of(n, nullptr);  // borrowed: the dicts live in succ/pred
@@ -857,7 +856,7 @@ PyObject* py_capture(PyObject*, PyObject* args) {
 }
 
 // rank_seq(node_attrs) -> {node: absolute seq}: capture.finalize_seq in C++ (the Python sort with a key function
-// cost ~0.8 us a node). Ranks by value, ties in node order, like Python's stable sorted().
+// calls back into Python for every node). Ranks by value, ties in node order, like Python's stable sorted().
 PyObject* py_rank_seq(PyObject*, PyObject* attrs) {
   if (!PyDict_Check(attrs)) {
     PyErr_SetString(PyExc_TypeError, "rank_seq expects the graph's node attribute dict");

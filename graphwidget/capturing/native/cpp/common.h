@@ -82,9 +82,8 @@ inline int add_object_ref(PyObject* module, const char* name, PyObject* value) {
 }
 
 // Take a finished record out of the cycle collector's care. The records are trees of plain data that cannot form
-// a cycle, so the collector has nothing to find in them, yet with ~8 containers per node it spent as long
-// scanning them after a 100k-node capture (one pass over every object made while it was paused: 2 us a node) as
-// the whole walk takes. A dict re-tracks itself as soon as a container is put into it, so user edits stay safe.
+// a cycle, so the collector has nothing to find in them, yet with several containers per node its one pass over
+// every object made while it was paused cost about as much as the whole walk. A dict re-tracks itself as soon as a container is put into it, so user edits stay safe.
 inline void untrack(PyObject* o) {
   if (PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
 }
@@ -121,8 +120,8 @@ inline bool init_keys() {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-// Node* -> index, open addressing with linear probing. std::unordered_map allocates a heap node per entry and was
-// ~7% of the capture in perf; this is one flat array.
+// Node* -> index, open addressing with linear probing. std::unordered_map allocates a heap node per entry, which
+// showed in perf profiles of the capture; this is one flat array.
 class NodeIndex {
  public:
   static constexpr size_t kMissing = ~size_t(0);

@@ -2,9 +2,9 @@
 // that store one CLOCK_MONOTONIC stamp each (the clock behind Python's time.perf_counter_ns on Linux, so the stamps
 // compare with the Python side's backward wall time).
 //
-// Why: the Python version (timing_hooks.instrument) costs ~3 us a node to walk and register two closures, plus
-// ~1 us a node of Python calls inside the hooked backward; on the 10k-node tiny-op chain that alone made a profiled
-// repeat ~1.5x a plain one. These are torch's own hook slots (Node::add_pre_hook / add_post_hook, the ones
+// Why: the Python version (graphwidget/profiling/hooks.py, instrument) pays per node for a walk in Python, two closure
+// registrations and two Python calls inside the hooked backward (the engine takes the GIL and wraps the gradients
+// in tuples); on a graph of many tiny ops that alone makes a profiled repeat much slower than a plain one. These are torch's own hook slots (Node::add_pre_hook / add_post_hook, the ones
 // register_prehook / register_hook fill with Python callers), holding C++ hooks that never enter Python, and the walk
 // gives no node a Python wrapper except the first of each type (to learn its Python type), so nothing here makes
 // freeing a deep graph recurse (_deep_free.py). CPU clocks only: CUDA runs keep the Python hooks and CUDA events.

@@ -1,7 +1,7 @@
 // GradGraph.to_json's node and edge arrays, written straight from networkx's dicts.
 //
-// Why: once capture took 0.3-0.45 s for 100k nodes, writing its JSON took longer (~1 s: 0.5 s building the
-// intermediate to_dict() records, 0.45 s in json.dumps) — and every view (widget, export) goes through it. This
+// Why: once the capture was compiled, writing its JSON took longer than capturing (about half building the
+// intermediate to_dict() records, half in json.dumps) — and every view (widget, export) goes through it. This
 // writes the same text json.dumps(..., separators=(",", ":"), allow_nan=False) would, with no intermediate
 // objects. Only plain JSON values are handled (None, bool, int, finite float, str, list/tuple, dict with str or
 // int keys); anything else raises Unsupported and the caller uses json.dumps, so the output is always json's.
@@ -184,7 +184,7 @@ void untrack_plain(PyObject* o, int depth) {
 
 // untrack_tree(obj): take the plain dicts and lists of parsed JSON (load_json's records) out of the cycle
 // collector's care, as the capture does with its own records (capture.cpp, untrack()): JSON data has no cycles,
-// and the collector's one pass over a 100k-node graph's ~1M fresh containers cost ~0.5 s after load_json.
+// and the collector's one pass over a big graph's fresh containers (several per node) followed every load_json.
 PyObject* py_untrack_tree(PyObject*, PyObject* obj) {
   untrack_plain(obj, 0);
   Py_RETURN_NONE;

@@ -1,0 +1,271 @@
+"""Regenerate docs/performance.md: run every benchmark of tests/bench/ and write what they print, with the machine.
+
+    .venv/bin/python tests/bench/report.py                      # quick modes; writes docs/performance.md
+    .venv/bin/python tests/bench/report.py --full               # each script's full mode (much longer)
+    .venv/bin/python tests/bench/report.py --only capture diff --out /tmp/perf.md
+
+docs/performance.md is the one place that holds measured numbers; the other docs link to it. Nothing here judges the
+numbers: each script prints its own targets and verdicts, and this script copies them verbatim (markdown tables as
+tables, aligned text in code blocks), adding the date, the machine (cores, CPU, memory, load average before and
+after each script, torch and Python versions, which capture engine ran) and how long each script took. The
+scripts run one after another, each in its own process, with the environment this script was given
+(``GRAPHWIDGET_NATIVE=0`` reaches them). A script that fails is reported as failed, with the end of its stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "tests" / "bench"
+OUT = ROOT / "docs" / "performance.md"
+
+
+class Bench(NamedTuple):
+    key: str
+    script: str
+    title: str
+    quick: Tuple[str, ...]
+    full: Tuple[str, ...]
+    about: str
+
+
+BENCHES: List[Bench] = [
+    Bench("capture", "bench_capture.py", "Capture: `gw.capture`, `to_json`, `load_json`", ("--quick",), (),
+          "A chain of tiny ops captured on a fresh graph each time, against the bare depth-first walk over "
+          "`next_functions` measured in the same run (the ratio is the number to read; absolute times follow the "
+          "machine). `capture` is what users get (the compiled core when it is built and enabled, else pure "
+          "Python); `python` forces the pure-Python engine. Fan-in: one `torch.cat` of k leaves, which must grow "
+          "linearly in k. Targets: capture at most 3x the bare walk at 100k nodes (full mode: a 1M-node chain "
+          "under 6 s)."),
+    Bench("timing", "bench_timing.py", "Timing: `gw.profile` and `torch.profiler`", ("--quick",), (),
+          "1: what one more profiled repeat costs against a plain forward+backward (targets: conv net at most "
+          "x1.1, 10k-node chain at most x2), and where the chain's repeat goes; 2: the per-node table end to end "
+          "against the same table from `torch.profiler` (target: at least 10x cheaper where per-node overhead "
+          "dominates; on a compute-bound model nothing can be, the script prints what each adds to a plain run); "
+          "3: the seed example's answer, `homography_repeat` vs `homography_broadcast` (B=8, 128x128), and the "
+          "cross-check against `torch.profiler`. Single-threaded, plain and profiled runs interleaved."),
+    Bench("compile", "bench_compile.py", "`torch.compile`d models under `trace` and `profile`", (), (),
+          "A 6-block MLP stack compiled with inductor on CPU: the user's own compile, then `capture`, `trace` "
+          "(first and second call), `profile(repeat=3)` and a compiled function called inside the traced one: "
+          "node count, compiled regions, new Dynamo graphs and graph breaks each caused, and whether the "
+          "gradients are bit-identical to an uninstrumented run."),
+    Bench("diff", "bench_diff.py", "Diff: `gw.diff` on big graphs", ("--quick",), (),
+          "Pairs of graphs where B is A with a few edits (an op inserted and one replaced in a chain; GELU in one "
+          "layer of an `nn.TransformerEncoder` plus an extra op at the output; deletions, insertions and re-typed "
+          "nodes in a random DAG). Wall and CPU seconds of `gw.diff` (on a shared machine the CPU time is what "
+          "the diff costs), `to_json` of the result, and how each pair was found; the random DAG also counts "
+          "pairs that differ from its recipe. Targets: 10k-node pairs in 1 s, 100k-node pairs (full mode) in "
+          "10 s."),
+    Bench("advisor", "bench_advisor.py", "Advisor: `advise()` on big graphs", ("--quick",), (),
+          "Four traced programs (a tiny-op chain, one big loop, the seed's repeat pattern many times over, a "
+          "stack of transformer layers), each advised as traced and again after `load_json`: best of 3 "
+          "`advise()` calls and the slowest rule alone. Targets: 0.5 s at 10k nodes, 5 s at 100k (full mode)."),
+    Bench("viewer", "bench_viewer.py", "Viewer: export size, load time, layout", ("--quick",), (),
+          "Headless Chromium (Debian's, through Playwright, network refused) opening exported pages: the viewer "
+          "bundle's size, time from `page.goto` to the first complete drawing (median, min-max over fresh "
+          "browser contexts), CPU seconds of the page's main thread and renderer (these hardly depend on the "
+          "machine's load, the wall time does), the view's own decode and layout times; *Expand all* on big "
+          "grouped graphs; dagre against our layered layout on the same random DAGs; real models (GPT-2, BERT, "
+          "a TransformerEncoder captured with `gw.trace`). Targets: 10k nodes ready in 1.5 s, 100k (grouped; "
+          "full mode) in 5 s; viewer bundle at most 1 MB; at most 200 bytes of data per node."),
+    Bench("diff_view", "bench_diff_view.py", "Diff view: load time in Chromium", ("--quick",), (),
+          "The side-by-side diff page of two random DAGs (2 % of nodes changed, 1 % removed, 1 % added): first "
+          "load in a fresh browser, then median over fresh contexts, CPU of main thread and renderer, the view's "
+          "decode and layouts, selecting a node on A with B following. Target: a pair of 10k-node graphs ready in "
+          "2 s."),
+]
+
+
+def _run(cmd: List[str], timeout: float = 60) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                return f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _load() -> str:
+    try:
+        return "{:.1f} / {:.1f} / {:.1f}".format(*os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def _facts() -> Dict[str, str]:
+    """What the benchmarks' own Python sees (asked in a subprocess, with this environment)."""
+    code = (
+        "import json, sys, torch, plotly, graphwidget as gw\n"
+        "from graphwidget.capturing import native\n"
+        "s = native.status()\n"
+        "print(json.dumps({'torch': torch.__version__, 'threads': torch.get_num_threads(),\n"
+        "  'python': sys.version.split()[0], 'graphwidget': gw.__version__, 'plotly': plotly.__version__,\n"
+        "  'core': 'compiled core' if s['available'] else 'pure Python (' + str(s['reason']) + ')'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
+
+
+def _sizes() -> List[str]:
+    """Sizes that the docs argue with: the built bundles and the plotly.js an export with charts inlines."""
+    rows = []
+    static = ROOT / "graphwidget" / "static"
+    for name in ("viewer.js", "widget.js"):
+        p = static / name
+        if p.is_file():
+            rows.append(f"| `graphwidget/static/{name}` (built) | {p.stat().st_size:,} bytes "
+                        f"({p.stat().st_size / 1024:,.0f} KiB) |")
+    code = "import plotly.offline as o; print(len(o.get_plotlyjs().encode()))"
+    out = _run([sys.executable, "-c", code], timeout=120)
+    if out.isdigit():
+        rows.append(f"| plotly.js, inlined once by an export with charts | {int(out):,} bytes "
+                    f"({int(out) / 2**20:.1f} MiB) |")
+    return rows
+
+
+def _as_markdown(text: str) -> List[str]:
+    """A script's output: runs of markdown table lines stay tables, everything else goes into text blocks."""
+    out: List[str] = []
+    block: List[str] = []
+    kind: Optional[str] = None
+
+    def flush() -> None:
+        while block and not block[-1].strip():
+            block.pop()
+        if not block:
+            return
+        if kind == "table":
+            out.extend(["", *block, ""])
+        else:
+            out.extend(["", "```text", *block, "```", ""])
+        block.clear()
+
+    for line in text.splitlines():
+        k = "table" if line.startswith("|") else "text"
+        if not line.strip() and kind == "table":
+            flush()
+            kind = None
+            continue
+        if k != kind:
+            flush()
+            kind = k
+        if block or line.strip():
+            block.append(line.rstrip())
+    flush()
+    return out
+
+
+def run_bench(b: Bench, full: bool, timeout: float) -> Tuple[List[str], float]:
+    args = list(b.full if full else b.quick)
+    cmd = [sys.executable, str(BENCH / b.script), *args]
+    shown = " ".join([".venv/bin/python", f"tests/bench/{b.script}", *args])
+    before = _load()
+    print(f"[report] {shown} (load {before})", flush=True)
+    t0 = time.perf_counter()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        stderr, code = f"timed out after {timeout:.0f} s", -1
+    took = time.perf_counter() - t0
+    after = _load()
+    print(f"[report]   {took:.0f} s, exit {code}", flush=True)
+    lines = [f"## {b.title}", "", b.about, "",
+             f"`{shown}` — {took:.0f} s wall; load average (1 / 5 / 15 min) {before} before, {after} after."]
+    lines += _as_markdown(stdout)
+    if code != 0:
+        tail = "\n".join(stderr.strip().splitlines()[-15:])
+        lines += [f"**The script failed** (exit {code}); the end of its stderr:", "", "```text", tail, "```", ""]
+    return lines, took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--full", action="store_true", help="each script's full mode instead of its quick one")
+    ap.add_argument("--only", nargs="+", choices=[b.key for b in BENCHES], help="run only these benchmarks")
+    ap.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT.relative_to(ROOT)})")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per script")
+    a = ap.parse_args()
+    chosen = [b for b in BENCHES if not a.only or b.key in a.only]
+    start_load, t0 = _load(), time.perf_counter()
+    started = _dt.datetime.now(_dt.timezone.utc)
+    facts = _facts()
+    commit = _run(["git", "rev-parse", "--short", "HEAD"])
+    dirty = " (with uncommitted changes)" if _run(["git", "status", "--porcelain", "--untracked-files=no"]) else ""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    sections: List[str] = []
+    for b in chosen:
+        lines, _ = run_bench(b, a.full, a.timeout)
+        sections += lines + [""]
+    total = time.perf_counter() - t0
+    head = [
+        "# Performance: every measured number, in one place",
+        "",
+        "Generated by `tests/bench/report.py`; do not edit by hand: rerun it (`.venv/bin/python tests/bench/report.py`,"
+        " about as long as the durations below add up to) and commit the result. The other docs link here instead "
+        "of copying numbers, so that no two copies can disagree.",
+        "",
+        "How to read it: wall times follow the machine's load (given before and after each script; on a shared "
+        "machine other jobs inflate them), CPU times and ratios measured within one run much less. Each script "
+        "prints its own targets and verdicts. Quick mode leaves out the biggest sizes (1M-node capture, 100k-node "
+        "diffs and advisor graphs, 100k-node pages); `--full` runs them.",
+        "",
+        "## This run",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| date | {started:%Y-%m-%d %H:%M} UTC |",
+        f"| mode | {'full' if a.full else 'quick'}: {', '.join(b.key for b in chosen)}; {total / 60:.0f} min in all |",
+        f"| commit | {commit or 'unknown'}{dirty} |",
+        f"| machine | {os.cpu_count()} cores ({_cpu_model()}), {_memory()} memory, {platform.system()} "
+        f"{platform.release()} |",
+        f"| load average (1 / 5 / 15 min) | {start_load} at the start, {_load()} at the end |",
+        f"| Python, torch | {facts.get('python', '?')}, torch {facts.get('torch', '?')} (CPU; "
+        f"{facts.get('threads', '?')} threads by default, bench_timing and bench_compile set 1) |",
+        f"| capture engine | {facts.get('core', facts.get('error', '?'))}; `GRAPHWIDGET_NATIVE`="
+        f"{os.environ.get('GRAPHWIDGET_NATIVE', '(unset)')} |",
+        f"| browser | {_run([chromium, '--version']) if chromium else 'no chromium: browser benchmarks fail'} |",
+        f"| graphwidget, plotly | {facts.get('graphwidget', '?')}, {facts.get('plotly', '?')} |",
+        "",
+        "## Sizes",
+        "",
+        "| what | size |",
+        "|---|---|",
+        *_sizes(),
+        "",
+    ]
+    a.out.write_text("\n".join(head + sections).rstrip() + "\n", encoding="utf-8")
+    print(f"[report] wrote {a.out} in {total:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -21,12 +21,18 @@ def deferred_interrupts() -> Iterator[None]:
         held.append(signum)
 
     try:
-        previous = signal.signal(signal.SIGINT, hold)
-    except (ValueError, OSError):  # not allowed here (an embedded interpreter, a signal-less platform)
+        previous = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)  # may we set it at all? (an embedded interpreter may refuse)
+    except (ValueError, OSError, TypeError):
         yield
         return
+    # Set inside the try, restored from two nested finally blocks: an exception at any line leaves no handler of ours.
     try:
-        yield
+        try:
+            signal.signal(signal.SIGINT, hold)
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
     finally:
         signal.signal(signal.SIGINT, previous)
     if held:

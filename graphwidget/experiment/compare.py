@@ -329,30 +329,38 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     saved_grads = [(t, t.grad) for t in reachable if t.grad_fn is None]
     timing = None
     try:
-        for s in sides:
-            state.reset()
-            versions = {id(t): t._version for _, t in s.inputs.names}
-            s.run()
-            s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
-        _same_structure(a, b)
-        tensors = [x.tensor for x in state.saved]
-        for s in sides:
-            state.reset()
-            s.reference(args, kwargs, tensors)
-        equivalence = _equivalence(a, b)
-        if profile:
-            timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+        try:
+            for s in sides:
+                state.reset()
+                versions = {id(t): t._version for _, t in s.inputs.names}
+                s.run()
+                s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
+            _same_structure(a, b)
+            tensors = [x.tensor for x in state.saved]
+            for s in sides:
+                state.reset()
+                s.reference(args, kwargs, tensors)
+            equivalence = _equivalence(a, b)
+            if profile:
+                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+            assert a.graph is not None and b.graph is not None
+            a.graph.output, b.graph.output = a.out, b.out
+            d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+        finally:
+            _restore(state, saved_grads)
     finally:
-        state.reset()
-        for t, g in saved_grads:
-            t.grad = g
-        state.reset()
-    assert a.graph is not None and b.graph is not None
-    a.graph.output, b.graph.output = a.out, b.out
-    d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+        _restore(state, saved_grads)  # again: an interrupt at any line of the first leaves this one to finish
     if advise:
         _advise(d)
     return d
+
+
+def _restore(state: State, saved_grads: Sequence[Tuple[torch.Tensor, Any]]) -> None:
+    """The caller's state and ``.grad`` objects back (idempotent)."""
+    state.reset()
+    for t, g in saved_grads:
+        t.grad = g
+    state.reset()
 
 
 def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: float, threads: Optional[int],

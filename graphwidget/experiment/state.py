@@ -4,10 +4,11 @@ Each side must start from the same state and the caller must get back the state 
 parameter, buffer and tensor the two functions can reach (a forward that updates a weight in place, BatchNorm's
 running statistics), the random number generators, grad mode and the default dtype. A restore is idempotent and is
 run again from a ``finally`` (an exception at any line of the first pass leaves nothing half done) with Ctrl-C held
-back until it has finished.
+back until it has finished; the collector is switched back on too, if an interrupt in a paused region left it off.
 """
 from __future__ import annotations
 
+import gc
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -55,6 +56,7 @@ class State:
         self.cuda_rng = [torch.cuda.get_rng_state(i) for i in self.cuda]
         self.grad_enabled = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
+        self.gc_enabled = gc.isenabled()
 
     def changed(self) -> List[torch.Tensor]:
         """The tensors whose values (or data) differ from the saved ones: every value is compared (a change may
@@ -80,11 +82,14 @@ class State:
         for i, st in zip(self.cuda, self.cuda_rng):
             torch.cuda.set_rng_state(st, i)
         torch.set_grad_enabled(self.grad_enabled)
+        if self.gc_enabled and not gc.isenabled():
+            gc.enable()
         if torch.get_default_dtype() != self.default_dtype:
             torch.set_default_dtype(self.default_dtype)
 
     def reset(self) -> None:
-        """Put everything back as it was (before every run, and at the end)."""
+        """Put everything back as it was (before every run, and at the end). Idempotent: callers run it again from
+        an outer ``finally``, so that an exception at any line of one pass leaves the next to finish the job."""
         with deferred_interrupts():
             try:
                 self._restore()

@@ -1,0 +1,84 @@
+"""Ctrl-C anywhere inside gw.compare leaves nothing behind: no mode, hook or patch of ours, the caller's parameters,
+buffers, inputs, RNG state, grad mode and default dtype as they were.
+
+As for trace and profile (tests/test_sessions.py): a line tracer raises KeyboardInterrupt at the k-th line of
+graphwidget's own code that compare runs, for every k at its start and end and a sample in between. Before, about one
+interrupt in a hundred left the torch-function mode, the global module hooks and the Function.apply patch installed
+(the recorder was not closed in a finally), and an interrupt during compare's own clean-up left BatchNorm's running
+statistics changed or grad mode off.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+import torch
+from test_sessions import Interrupter, clean_state, count_lines
+
+import graphwidget as gw
+from graphwidget.experiment import speed
+
+
+class Net(torch.nn.Module):
+    """A module with a buffer its forward updates (BatchNorm) and a weight the forward updates in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.bn = torch.nn.BatchNorm1d(4)
+        self.scale = torch.nn.Parameter(torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            self.scale.mul_(1.5)
+        return torch.nn.functional.dropout(self.bn(self.lin(x)) * self.scale, 0.25).square().sum()
+
+
+def snapshot(net: Net, x: torch.Tensor) -> Any:
+    return ([t.detach().clone() for t in list(net.parameters()) + list(net.buffers())], x.detach().clone(),
+            torch.get_rng_state(), torch.get_default_dtype())
+
+
+def same(a: Any, b: Any) -> bool:
+    return (all(torch.equal(p, q) for p, q in zip(a[0], b[0])) and torch.equal(a[1], b[1])
+            and torch.equal(a[2], b[2]) and a[3] == b[3])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", [False, True])
+def test_an_interrupt_at_any_line_of_compare_leaves_nothing_behind(profile: bool, monkeypatch: Any) -> None:
+    # Timing decides how long it samples; fixed here so every run takes the same lines: three calls per
+    # measurement, and a budget spent at once (six rounds, the fewest it stops at).
+    monkeypatch.setattr(speed, "TARGET_MS", 0.0)
+    torch.manual_seed(0)
+    net = Net()
+    x = torch.randn(6, 4, requires_grad=True)
+
+    def call() -> Any:
+        return gw.compare(net, net, x, profile=profile, repeat=1, budget=1e-6, threads=1, advise=False)
+
+    call()  # one-time set-up (caches, lazy imports) out of the way
+    before = snapshot(net, x)
+    total = count_lines(call)
+    assert total > 200 and same(snapshot(net, x), before)
+    # every line of the start and of the end (set-up, clean-up), a sample in between
+    edge = 120 if profile else 300
+    step = max(5, (total - 2 * edge) // (100 if profile else 400))
+    ks = sorted(set(range(1, edge + 1)) | set(range(edge + 1, total - edge, step))
+                | set(range(max(1, total - edge), total + 1)))
+    interrupted = 0
+    for k in ks:
+        sys.settrace(Interrupter(k))
+        where = "no interrupt"
+        try:
+            call()
+        except KeyboardInterrupt as exc:
+            interrupted += 1
+            where = str(exc)
+        finally:
+            sys.settrace(None)
+        assert clean_state() == [], (k, where, clean_state())
+        assert same(snapshot(net, x), before), (k, where)
+        assert x.grad is None and all(p.grad is None for p in net.parameters()), (k, where)
+    assert interrupted >= len(ks) - 5, (interrupted, len(ks))

@@ -11,7 +11,7 @@ import copy
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 import torch
@@ -21,14 +21,18 @@ import graphwidget as gw
 HOSTILE_LINK = '<a href="http://x">x</a>'
 
 
-@pytest.fixture(scope="module")
-def doc() -> Dict[str, Any]:
-    """A real profiled graph as parsed JSON: nodes with saved tensors, timing, sources and modules."""
+def profiled_doc() -> Dict[str, Any]:
+    """A real profiled graph as parsed JSON: nodes with saved tensors, leaves, timing, sources and modules."""
     torch.manual_seed(0)
     lin = torch.nn.Linear(3, 3)
     x = torch.randn(2, 3, requires_grad=True)
     g = gw.profile(lambda m, t: (m(t).exp() * t).sum(), lin, x, repeat=1, warmup=0)
     return json.loads(g.to_json())
+
+
+@pytest.fixture(scope="module")
+def doc() -> Dict[str, Any]:
+    return profiled_doc()
 
 
 def node_with(d: Dict[str, Any], pred: Callable[[Dict[str, Any]], bool]) -> Dict[str, Any]:
@@ -86,6 +90,135 @@ def test_wrong_types_in_a_node(doc: Dict[str, Any], field: str, value: Any) -> N
     msg = refused(d)
     assert f"node {n['id']}" in msg, msg
     assert parts[0] in msg and parts[-1] in msg, msg
+
+
+def set_path(obj: Any, path: str, value: Any) -> None:
+    """``set_path(node, "saved.0.dtype", 7)``: list indices as numbers."""
+    parts = path.split(".")
+    for p in parts[:-1]:
+        obj = obj[int(p)] if p.isdigit() else obj[p]
+    obj[int(parts[-1]) if parts[-1].isdigit() else parts[-1]] = value
+
+
+# Each was read by load_json before, and then the viewer could not draw it ("e.startsWith is not a function" for a
+# dtype that is not a string) or showed nonsense: (which node, field, wrong value, what the message must offer).
+@pytest.mark.parametrize("which, field, value, expected", [
+    ("saved", "outputs.0.dtype", 7, "a string"),
+    ("saved", "outputs.0.device", ["cpu"], "a string"),
+    ("saved", "outputs.0", "2x3", "an output record"),
+    ("saved", "saved.0.dtype", {"name": "float32"}, "a string"),
+    ("saved", "saved.0.name", ["self"], "a string"),
+    ("saved", "saved.0.device", 0, "a string"),
+    ("saved", "saved.0.contiguous", "yes", "true or false"),
+    ("saved", "saved.0.memory_format", 1, "a string"),
+    ("saved", "saved.0.freed", 0, "true or false"),
+    ("leaf", "tensor.dtype", 32, "a string"),
+    ("leaf", "tensor.name", ["fc", "weight"], "a string"),
+    ("leaf", "tensor.stride", "3,1", "a list of non-negative integers"),
+    ("leaf", "tensor.stride", 1, "a list of non-negative integers"),
+    ("leaf", "tensor.device", {"type": "cpu"}, "a string"),
+    ("leaf", "tensor.requires_grad", "true", "true or false"),
+    ("leaf", "tensor.bytes", "12", "a non-negative integer"),
+    ("saved", "out_stride", [3, 1], "a list of non-negative integers"),
+    ("saved", "out_stride", [[3, "1"]], "a list of non-negative integers"),
+    ("saved", "out_contiguous", ["yes"], "true or false"),
+])
+def test_every_field_has_its_documented_type(doc: Dict[str, Any], which: str, field: str, value: Any,
+                                             expected: str) -> None:
+    d = copy.deepcopy(doc)
+    n = node_with(d, (lambda n: bool(n.get("saved"))) if which == "saved" else (lambda n: n["kind"] == "leaf"))
+    set_path(n, field, value)
+    msg = refused(d)
+    assert f"node {n['id']}" in msg, msg
+    head, last = field.split(".")[0], field.split(".")[-1]
+    assert head in msg and (last.isdigit() or last in msg), msg
+    assert expected in msg, f"the message says what to write instead: {msg}"
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("dtype", 7, "a string"),
+    ("shape", "2x3", "a list of non-negative integers"),
+    ("output", "0", "a non-negative integer"),
+    ("slot", -1, "a non-negative integer"),
+    ("also", {"slot": 1}, "a connection record"),
+    ("also", [{"output": 0, "slot": 1, "shape": [2, 3], "dtype": 7}], "a string"),
+])
+def test_every_edge_field_has_its_documented_type(doc: Dict[str, Any], field: str, value: Any, expected: str) -> None:
+    d = copy.deepcopy(doc)
+    e = d["edges"][0]
+    e[field] = value
+    msg = refused(d)
+    assert f"edges[0] ({e['source']} -> {e['target']})" in msg and field in msg and expected in msg, msg
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("title", ["a", "title"], "a string"),
+    ("torch", 2.13, "a string"),
+    ("traced", "yes", "true or false"),
+    ("timed", 1, "true or false"),
+    ("roots", [0, "1"], "a list of node ids"),
+])
+def test_every_meta_field_has_its_documented_type(doc: Dict[str, Any], field: str, value: Any, expected: str) -> None:
+    d = copy.deepcopy(doc)
+    d["meta"][field] = value
+    msg = refused(d)
+    assert f"meta.{field}" in msg and expected in msg, msg
+
+
+# Values of every JSON type (and numbers at the edges) put into every field: what load_json accepts of these must be
+# drawable (tests/browser/test_hostile_export.py renders them in Chromium).
+VALUE_ZOO = (None, 0, -1, 2.5, 2**53 + 1, "", "x", "float32", True, [], [1], ["x"], [[1]], {}, {"x": 1})
+
+
+def mutation_base(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``doc`` with an edge that carries a second connection (``also``) and one advisor finding, so that those
+    fields are mutated too."""
+    d = copy.deepcopy(doc)
+    e = d["edges"][0]
+    e["also"] = [{"output": 0, "slot": 1, "shape": e["shape"], "dtype": e["dtype"]}]
+    mul = node_with(d, lambda n: bool(n.get("saved")))
+    d["findings"] = [{"rule": "dtype-upcast", "severity": "info", "nodes": [mul["id"]], "source": "m.py:1",
+                      "code": "y = x * w", "module": None, "message": "a message", "suggestion": "y = x",
+                      "evidence": {"bytes": 24, "share": 0.5, "share_of": "grad_bytes"}}]
+    return d
+
+
+def mutation_paths(d: Dict[str, Any]) -> List[Tuple[str, int]]:
+    """(path into the document, the node it touches, or -1) for every field of a saved-tensor node, a leaf, an edge
+    (and its ``also``), ``meta`` and a finding."""
+    from graphwidget.model import schema
+
+    i_mul = next(i for i, n in enumerate(d["nodes"]) if n.get("saved"))
+    i_leaf = next(i for i, n in enumerate(d["nodes"]) if n["kind"] == "leaf" and n["tensor"])
+    mul, leaf = d["nodes"][i_mul]["id"], d["nodes"][i_leaf]["id"]
+    paths = [(f"nodes.{i_mul}.{k}", mul) for k in schema.NODE_KEYS if k != "op"]
+    paths += [(f"nodes.{i_mul}.saved.0.{k}", mul) for k in schema.SAVED_KEYS]
+    paths += [(f"nodes.{i_mul}.outputs.0.{k}", mul) for k in ("shape", "dtype", "device")]
+    paths += [(f"nodes.{i_mul}.{k}", mul) for k in ("outputs.0", "saved.0", "attrs.x", "out_stride.0")]
+    paths += [(f"nodes.{i_leaf}.tensor.{k}", leaf) for k in schema.LEAF_KEYS]
+    paths += [(f"edges.0.{k}", d["edges"][0]["target"]) for k in schema.EDGE_KEYS]
+    paths += [(f"edges.0.also.0.{k}", d["edges"][0]["target"]) for k in ("output", "slot", "shape", "dtype")]
+    paths += [(f"meta.{k}", -1) for k in ("torch", "title", "traced", "timed", "timing.forward_ms",
+                                          "timing.repeat", "timing.device", "timing.cross_check")]
+    paths += [(f"findings.0.{k}", mul) for k in schema.FINDING_KEYS if k not in ("rule", "message")]
+    return paths
+
+
+def accepted_mutations(doc: Dict[str, Any]) -> Dict[str, List[Tuple[str, Any]]]:
+    """Path -> the values of :data:`VALUE_ZOO` that ``gw.load_json`` accepts there (the rest it refuses with a
+    ValueError: anything else fails the caller)."""
+    base = mutation_base(doc)
+    out: Dict[str, List[Tuple[str, Any]]] = {}
+    for path, _ in mutation_paths(base):
+        for value in VALUE_ZOO:
+            d = copy.deepcopy(base)
+            set_path(d, path, value)
+            try:
+                gw.load_json(json.dumps(d))
+            except ValueError:
+                continue
+            out.setdefault(path, []).append(value)
+    return out
 
 
 @pytest.mark.parametrize("timing, key", [
@@ -216,3 +349,4 @@ def test_exported_html_has_no_planted_link(tmp_path: Path) -> None:
     assert strings, "no plotly figure found in the export"
     planted = [s for s in strings if re.search(r"<a\s+href|\\u003ca\s+href|<b>|\\u003cb\\u003e", s, re.I)]
     assert not planted, planted[:3]
+

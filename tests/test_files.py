@@ -350,3 +350,136 @@ def test_exported_html_has_no_planted_link(tmp_path: Path) -> None:
     planted = [s for s in strings if re.search(r"<a\s+href|\\u003ca\s+href|<b>|\\u003cb\\u003e", s, re.I)]
     assert not planted, planted[:3]
 
+
+# -- what Python itself would raise: OverflowError, TypeError, UnicodeDecodeError -----------------------------------
+def schema_error(d: Any) -> str:
+    """The message of the :class:`graphwidget.SchemaError` (a ValueError) load_json raises for ``d``: never
+    OverflowError, TypeError, UnicodeDecodeError or another ValueError from deep inside."""
+    text = d if isinstance(d, (str, bytes)) else json.dumps(d)
+    with pytest.raises(gw.SchemaError) as info:
+        gw.load_json(text)
+    assert type(info.value) is gw.SchemaError, type(info.value)
+    return str(info.value)
+
+
+def test_a_400_digit_number_is_refused_not_an_overflow_error(doc: Dict[str, Any]) -> None:
+    d = copy.deepcopy(doc)
+    n = node_with(d, lambda n: n.get("fwd_ms") is not None)
+    n["fwd_ms"] = "@@"
+    msg = schema_error(json.dumps(d).replace('"@@"', "1" + "0" * 400))
+    assert f"node {n['id']}" in msg and "fwd_ms" in msg and "finite" in msg and "401 digits" in msg, msg
+    n["fwd_ms"], n["attrs"] = None, {"alpha": "@@"}
+    msg = schema_error(json.dumps(d).replace('"@@"', "-" + "9" * 400))
+    assert f"node {n['id']}" in msg and "attrs.alpha" in msg and "write null" in msg, msg
+    msg = schema_error(json.dumps(d).replace('"@@"', "9" * 5000))  # past Python's own limit on digits
+    assert "thousands of digits" in msg and "write null" in msg, msg
+
+
+@pytest.mark.parametrize("place", ["id", "edge", "root", "finding", "saved_bytes"])
+@pytest.mark.parametrize("value", [2**53, 10**30, [1], {"id": 1}])
+def test_ids_that_are_huge_or_unhashable_are_refused(doc: Dict[str, Any], place: str, value: Any) -> None:
+    """An id the viewer cannot hold exactly (JavaScript numbers: 2**53 and 2**53 + 1 are the same) or that is not a
+    number at all; sizes likewise."""
+    d = copy.deepcopy(doc)
+    n = d["nodes"][1]
+    if place == "id":
+        n["id"] = value
+    elif place == "edge":
+        d["edges"][0]["source"] = value
+    elif place == "root":
+        d["meta"]["roots"] = [value]
+    elif place == "finding":
+        d["findings"] = [{"rule": "r", "severity": "info", "nodes": [value], "message": "m"}]
+    else:
+        n["saved_bytes"] = value
+    msg = schema_error(d)
+    words = {"id": '"id" must be a non-negative integer', "edge": '"source" and "target" must be node ids',
+             "root": "meta.roots must be a list of node ids", "finding": '"nodes" must be a list of node ids',
+             "saved_bytes": '"saved_bytes" must be a non-negative integer'}[place]
+    assert words in msg, msg
+    if place == "id" and isinstance(value, int):
+        assert "2**53 - 1" in msg, msg
+
+
+def test_non_utf8_bytes_are_refused_saying_what_to_do(doc: Dict[str, Any]) -> None:
+    text = json.dumps(doc)
+    assert len(gw.load_json(text.encode("utf-8"))) == len(doc["nodes"])  # bytes are read, as UTF-8
+    assert len(gw.load_json(b"\xef\xbb\xbf" + text.encode("utf-8"))) == len(doc["nodes"])  # with a BOM too
+    d = copy.deepcopy(doc)
+    d["meta"]["title"] = "caf\u00e9"
+    latin1 = json.dumps(d, ensure_ascii=False).encode("latin-1")
+    msg = schema_error(latin1)
+    assert "not UTF-8" in msg and f"byte {latin1.index(b'caf') + 3}" in msg and "e9" in msg and "UTF-8 JSON" in msg
+    msg = schema_error(text.encode("utf-16"))
+    assert "not UTF-8" in msg and "UTF-16" in msg, msg
+    msg = schema_error(text.encode("utf-8") + b"\xff")
+    assert "not UTF-8" in msg and "ff" in msg, msg
+
+
+@pytest.mark.parametrize("field", ["op", "source", "code", "module", "kind"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity", "nan", "inf", "1e999"])
+def test_nan_like_strings_are_strings(doc: Dict[str, Any], field: str, word: str) -> None:
+    """A string that spells a number is text where the schema wants text (an op may be called "NaN")..."""
+    d = copy.deepcopy(doc)
+    n = d["nodes"][1]
+    n[field] = word
+    g = gw.load_json(json.dumps(d))
+    assert g.node(n["id"])[field] == word
+    assert json.loads(g.to_json())["nodes"][1][field] == word
+
+
+@pytest.mark.parametrize("field", ["fwd_ms", "bwd_ms", "saved_bytes", "seq", "saved.0.bytes", "tensor.bytes"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "1e999", "0x10", " 1"])
+def test_nan_like_strings_are_not_numbers(doc: Dict[str, Any], field: str, word: str) -> None:
+    """... and is refused where the schema wants a number, saying which number to write."""
+    d = copy.deepcopy(doc)
+    n = node_with(d, (lambda n: n["kind"] == "leaf") if field.startswith("tensor") else lambda n: bool(n["saved"]))
+    set_path(n, field, word)
+    msg = schema_error(d)
+    assert f"node {n['id']}" in msg and field.split(".")[-1] in msg and "must be a" in msg and "or null" in msg
+    assert f"string {word!r}" in msg, msg
+
+
+@pytest.mark.parametrize("make", [
+    lambda k: "[" * k + "]" * k,
+    lambda k: '{"a":' * k + "1" + "}" * k,
+    lambda k: '[{"a":' * k + "1" + "}]" * k,
+], ids=["lists", "objects", "mixed"])
+@pytest.mark.parametrize("depth", [70, 800, 100_000])
+def test_deep_values_anywhere_are_a_clear_error(doc: Dict[str, Any], make: Any, depth: int) -> None:
+    """Nested past 64 levels in attrs, in an unknown node key, in meta.timing.cross_check, in a finding's evidence:
+    refused naming where, never a RecursionError (the JSON reader's own limit is ~1000 levels)."""
+    for where in ("attrs", "unknown", "cross_check", "evidence"):
+        d = copy.deepcopy(doc)
+        n = d["nodes"][1]
+        if where == "attrs":
+            n["attrs"] = {"deep": "@@"}
+        elif where == "unknown":
+            n["future_key"] = "@@"
+        elif where == "cross_check":
+            d["meta"]["timing"]["cross_check"] = {"deep": "@@"}
+        else:
+            d["findings"] = [{"rule": "r", "severity": "info", "nodes": [n["id"]], "message": "m",
+                              "evidence": {"deep": "@@"}}]
+        msg = schema_error(json.dumps(d).replace('"@@"', make(depth)))
+        assert "nested" in msg and len(msg) < 300, msg
+        if depth < 1000:  # parsed, then found by the schema: the exact place
+            assert {"attrs": "attrs.deep", "unknown": "future_key", "cross_check": "meta.timing.cross_check",
+                    "evidence": "findings[0].evidence"}[where] in msg, msg
+
+
+def test_values_nested_within_the_limit_load_and_round_trip(doc: Dict[str, Any]) -> None:
+    d = copy.deepcopy(doc)
+    d["nodes"][1]["attrs"] = {"deep": "@@"}
+    g = gw.load_json(json.dumps(d).replace('"@@"', '{"a":[' * 30 + "1" + "]}" * 30))
+    assert json.loads(g.to_json())["nodes"][1]["attrs"] == json.loads(json.dumps(d).replace(
+        '"@@"', '{"a":[' * 30 + "1" + "]}" * 30))["nodes"][1]["attrs"]
+
+
+@pytest.mark.parametrize("bad", [[[0], 0], [{"a": 1}, 0], [0, [0]], [2**60, 0]])
+def test_unhashable_or_huge_ids_in_a_diff_are_refused(bad: List[Any]) -> None:
+    x = torch.randn(3, requires_grad=True)
+    d = json.loads(gw.diff(gw.capture(x.exp().sum()), gw.capture((x.exp() * 2).sum())).to_json())
+    d["changed"] = [[*bad, ["op"]]]
+    msg = schema_error(d)
+    assert "changed" in msg and "[a_id, b_id, [field, ...]]" in msg, msg

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 FORMAT = "graphwidget"
@@ -65,6 +66,11 @@ class SchemaError(ValueError):
 # wrong: each field has a predicate (a fast bool), and only a field found wrong is looked at again to say where and
 # what to write instead.
 
+#: The largest integer the viewer (JavaScript) holds exactly (Number.MAX_SAFE_INTEGER): ids, sizes and counts above
+#: it would be rounded there (two ids could become one).
+MAX_SAFE_INT = 2**53 - 1
+_MAX_FLOAT = sys.float_info.max
+
 _JSON_TYPE = {str: "string", int: "number", float: "number", bool: "boolean", list: "list", tuple: "list",
               dict: "object", type(None): "null"}
 
@@ -91,15 +97,18 @@ def _where(i: Optional[int], node_id: Any) -> str:
 
 
 def _is_int(v: Any) -> bool:
-    return type(v) is int
+    return type(v) is int and -MAX_SAFE_INT <= v <= MAX_SAFE_INT
 
 
 def _nonneg_int(v: Any) -> bool:
-    return type(v) is int and v >= 0
+    return type(v) is int and 0 <= v <= MAX_SAFE_INT
 
 
 def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A number JSON (and the viewer) holds as a finite double: no NaN or infinity, no integer past ~1.8e308."""
+    if type(v) is float:
+        return math.isfinite(v)
+    return type(v) is int and -_MAX_FLOAT <= v <= _MAX_FLOAT
 
 
 def _nonneg_num(v: Any) -> bool:
@@ -119,14 +128,16 @@ def _dims(v: Any) -> bool:
     if type(v) is not list:
         return False
     for s in v:
-        if type(s) is not int or s < 0:
+        if type(s) is not int or s < 0 or s > MAX_SAFE_INT:
             return False
     return True
 
 
 def _bad_scalar(v: Any) -> bool:
-    """A number JSON cannot hold (NaN, infinity)."""
-    return type(v) is float and not math.isfinite(v)
+    """A number JSON cannot hold (NaN, infinity) or the viewer would read as infinity (an integer past ~1.8e308)."""
+    if type(v) is float:
+        return not math.isfinite(v)
+    return type(v) is int and not -_MAX_FLOAT <= v <= _MAX_FLOAT
 
 
 def _plain(v: Any, depth: int) -> bool:
@@ -163,6 +174,9 @@ def _plain_text(v: Any, path: str, depth: int) -> str:
                          for k, y in reversed(list(items)))
         elif type(x) is float and not math.isfinite(x):
             return f"{p} is {x}, which JSON cannot hold; write null for an unknown number."
+        elif _bad_scalar(x):
+            return (f"{p} is a {_show(x)}, past what a JSON number holds (the viewer would read Infinity); "
+                    f"write null for an unknown number.")
     return f"{path} is not plain JSON."
 
 
@@ -309,7 +323,8 @@ def validate_node(i: Optional[int], n: Any) -> None:
         raise SchemaError(f"nodes[{i}] must be an object, got {_show(n)}.")
     nid = n.get("id")
     if not _nonneg_int(nid):
-        raise SchemaError(f"nodes[{i}]: \"id\" must be a non-negative integer; got {_show(nid)}.")
+        raise SchemaError(f"nodes[{i}]: \"id\" must be a non-negative integer (at most 2**53 - 1, the largest the "
+                          f"viewer holds exactly); got {_show(nid)}.")
     op = n.get("op")
     if not isinstance(op, str) or not op:
         raise SchemaError(f"{_where(i, nid)}: \"op\" is missing or not a string (every node names its op, e.g. "
@@ -386,8 +401,8 @@ def validate(doc: Any) -> Dict[str, Any]:
     Raises :class:`SchemaError` (a ``ValueError``) naming the node and the field, and what to write instead, for: a
     wrong ``format`` or an unsupported ``version``, nodes without ``op``, any field whose type is not the one
     docs/schema.md gives it (strings, lists of non-negative integers, true/false, numbers: in nodes, saved tensors,
-    leaf tensors, outputs, edges and ``meta``), NaN or infinite numbers, duplicate ids, edges to unknown nodes,
-    self-loops, cycles and absurd nesting.
+    leaf tensors, outputs, edges and ``meta``), integers past 2**53 - 1 where the viewer needs them exact, NaN or
+    infinite numbers, duplicate ids, edges to unknown nodes, self-loops, cycles and absurd nesting.
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__

@@ -330,7 +330,8 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
         pairs = set(matched)
         changed = []
         for c in data.get("changed") or []:
-            if (not isinstance(c, list) or len(c) != 3 or not isinstance(c[2], list)
+            if (not isinstance(c, list) or len(c) != 3 or not schema._nonneg_int(c[0])
+                    or not schema._nonneg_int(c[1]) or not isinstance(c[2], list)
                     or not all(isinstance(f, str) for f in c[2])):
                 raise schema.SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]]; got {c!r:.60}.")
             if (c[0], c[1]) not in pairs:

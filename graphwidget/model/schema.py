@@ -134,10 +134,13 @@ def _dims(v: Any) -> bool:
 
 
 def _bad_scalar(v: Any) -> bool:
-    """A number JSON cannot hold (NaN, infinity) or the viewer would read as infinity (an integer past ~1.8e308)."""
-    if type(v) is float:
+    """Not a JSON scalar the viewer reads as written: NaN or infinity, an integer past a double's range (~1.8e308,
+    Infinity there), or no JSON value at all (bytes, a set, an object of some class)."""
+    if isinstance(v, float):
         return not math.isfinite(v)
-    return type(v) is int and not -_MAX_FLOAT <= v <= _MAX_FLOAT
+    if isinstance(v, int):
+        return not isinstance(v, bool) and not -_MAX_FLOAT <= v <= _MAX_FLOAT
+    return not (v is None or isinstance(v, str))
 
 
 def _plain(v: Any, depth: int) -> bool:
@@ -172,11 +175,14 @@ def _plain_text(v: Any, path: str, depth: int) -> str:
             items = x.items() if isinstance(x, dict) else enumerate(x)
             stack.extend((y, f"{p}.{k}" if isinstance(x, dict) else f"{p}[{k}]", d + 1)
                          for k, y in reversed(list(items)))
-        elif type(x) is float and not math.isfinite(x):
+        elif isinstance(x, float) and not math.isfinite(x):
             return f"{p} is {x}, which JSON cannot hold; write null for an unknown number."
-        elif _bad_scalar(x):
+        elif isinstance(x, int) and _bad_scalar(x):
             return (f"{p} is a {_show(x)}, past what a JSON number holds (the viewer would read Infinity); "
                     f"write null for an unknown number.")
+        elif _bad_scalar(x):
+            return (f"{p} is a {type(x).__name__}, which is not JSON; write a string, a number, true/false, null, "
+                    f"a list or an object.")
     return f"{path} is not plain JSON."
 
 
@@ -491,6 +497,121 @@ def validate_findings(findings: Any, ids: set) -> None:
             if key == "evidence" and type(f[key]) is dict:
                 raise SchemaError(_plain_text(f[key], f"findings[{j}].evidence", 2))
             raise SchemaError(_fault_text(f, _FINDING, key, f"findings[{j}]", 1))
+
+
+#: Keys of a diff document's ``summary`` that hold per-side totals (``"a"``, ``"b"``) and their comparison.
+DIFF_TOTALS = ("a", "b", "delta", "ratio")
+#: Top-level keys of a diff document (docs/diff.md), besides ``format`` and ``version``.
+DIFF_KEYS = ("labels", "a", "b", "matched", "changed", "removed", "added", "summary", "changes", "findings")
+
+
+def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
+    """Check a ``"graphwidget-diff"`` document's own fields (docs/diff.md; its graphs ``a`` and ``b`` are checked
+    by :func:`validate`, ``ids_a`` / ``ids_b`` are their node ids): ``matched`` pairs of ids that exist, no node
+    matched twice; ``removed`` / ``added`` ids that exist, every node matched once or removed (A) / added (B);
+    ``changed`` entries ``[a_id, b_id, [field, ...]]`` among the matched pairs, each pair once; ``summary`` an object
+    of totals (numbers or null) and counts, its ``timing`` and ``equivalence`` objects of plain JSON (finite numbers,
+    strings, true/false, null, lists, objects; nested at most :data:`MAX_DEPTH` levels: their keys are not fixed
+    here); ``changes`` and ``findings`` (recomputed on load) plain JSON. Raises :class:`SchemaError` saying what is
+    wrong and what to write; builds no string while nothing is."""
+    matched = doc.get("matched")
+    if type(matched) is not list:
+        raise SchemaError(f"\"matched\" must be a list of [a_id, b_id] pairs (docs/diff.md); got {_show(matched)}.")
+    pair_of: Dict[int, int] = {}  # A id -> index into matched
+    in_b: Dict[int, int] = {}  # B id -> index into matched
+    for j, p in enumerate(matched):
+        if type(p) is not list or len(p) != 2 or not _nonneg_int(p[0]) or not _nonneg_int(p[1]):
+            raise SchemaError(f"matched[{j}] must be a pair [a_id, b_id] of node ids; got {_show(p)}.")
+        x, y = p
+        if x not in ids_a or y not in ids_b:
+            side, bad = ("A", x) if x not in ids_a else ("B", y)
+            raise SchemaError(f"matched[{j}] names node {bad} of {side}, which is not in that graph "
+                              f"(\"{side.lower()}\"); pair only nodes both graphs have.")
+        if x in pair_of or y in in_b:
+            side, bad, k = ("A", x, pair_of[x]) if x in pair_of else ("B", y, in_b[y])
+            raise SchemaError(f"node {bad} of {side} is matched twice (matched[{k}] and matched[{j}]); a node is "
+                              f"matched to at most one node of the other graph.")
+        pair_of[x] = j
+        in_b[y] = j
+    for key, side, ids, paired, other in (("removed", "A", ids_a, pair_of, "matched once or removed"),
+                                          ("added", "B", ids_b, in_b, "matched once or added")):
+        listed = doc.get(key)
+        if type(listed) is not list:
+            raise SchemaError(f"\"{key}\" must be a list of node ids of {side}; got {_show(listed)}.")
+        seen: set = set()
+        for j, x in enumerate(listed):
+            if not _nonneg_int(x) or x not in ids:
+                raise SchemaError(f"{key}[{j}] names node {_show(x)} of {side}, which is not in that graph; every "
+                                  f"node of {side} is {other}.")
+            if x in paired or x in seen:
+                where = f"matched[{paired[x]}]" if x in paired else f"\"{key}\" twice"
+                raise SchemaError(f"node {x} of {side} is in {key}[{j}] and {where}; every node of {side} is {other}.")
+            seen.add(x)
+        if len(paired) + len(seen) != len(ids):
+            left = sorted(i for i in ids if i not in paired and i not in seen)
+            raise SchemaError(f"nodes {left[:5]}{'...' if len(left) > 5 else ''} of {side} are neither matched nor "
+                              f"{key}; every node of {side} is {other}.")
+    changed = doc.get("changed")
+    if changed is not None:
+        if type(changed) is not list:
+            raise SchemaError(f"\"changed\" must be a list of [a_id, b_id, [field, ...]] entries; got "
+                              f"{_show(changed)}.")
+        once: set = set()
+        for j, c in enumerate(changed):
+            if (type(c) is not list or len(c) != 3 or not _nonneg_int(c[0]) or not _nonneg_int(c[1])
+                    or type(c[2]) is not list or not all(isinstance(f, str) and f for f in c[2])):
+                raise SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]] (node ids, then the names "
+                                  f"of the fields that differ); changed[{j}] is {_show(c)}.")
+            at = pair_of.get(c[0])
+            if at is None or matched[at][1] != c[1]:
+                raise SchemaError(f"\"changed\" names the pair {c[:2]}, which is not in \"matched\" "
+                                  f"(changed[{j}]); list only matched pairs.")
+            if c[0] in once:
+                raise SchemaError(f"changed[{j}]: the pair {c[:2]} is listed twice; list each pair once with all "
+                                  f"its fields.")
+            once.add(c[0])
+    _check_diff_summary(doc.get("summary"))
+    for key in ("changes", "findings"):
+        v = doc.get(key)
+        if v is not None and (type(v) is not dict or not _plain(v, 1)):
+            raise SchemaError(f"\"{key}\" (recomputed on load) must be an object or null; got {_show(v)}."
+                              if type(v) is not dict else _plain_text(v, key, 1))
+    for key, v in doc.items():
+        if key not in DIFF_KEYS and key not in ("format", "version") and not _plain(v, 1):
+            raise SchemaError(_plain_text(v, str(key), 1))
+
+
+def _check_diff_summary(summary: Any) -> None:
+    if summary is None:
+        return
+    if type(summary) is not dict:
+        raise SchemaError(f"\"summary\" must be an object (docs/diff.md) or null; got {_show(summary)}.")
+    for key, v in summary.items():
+        if v is None:
+            continue
+        at = f"summary.{key}"
+        if key in DIFF_TOTALS:
+            if type(v) is not dict:
+                raise SchemaError(f"{at} must be an object of totals (nodes, edges, saved_bytes, ...) or null; "
+                                  f"got {_show(v)}.")
+            bad = next((k for k, x in v.items() if x is not None and not _is_num(x)), None)
+            if bad is not None:
+                raise SchemaError(f"{at}.{bad} must be a finite number or null; got {_show(v[bad])}.")
+        elif key == "counts":
+            if type(v) is not dict:
+                raise SchemaError(f"{at} must be an object of counts (matched, changed, added, removed) or null; "
+                                  f"got {_show(v)}.")
+            bad = next((k for k, x in v.items() if x is not None and not _nonneg_int(x)), None)
+            if bad is not None:
+                raise SchemaError(f"{at}.{bad} must be a non-negative integer or null; got {_show(v[bad])}.")
+        elif key in ("timing", "equivalence"):
+            # their contents are being redesigned: only plain JSON is required here, not a key set
+            if type(v) is not dict:
+                raise SchemaError(f"{at} must be an object or null; got {_show(v)}.")
+            if not _plain(v, 2):
+                raise SchemaError(_plain_text(v, at, 2))
+        elif not _plain(v, 2):
+            raise SchemaError(_plain_text(v, at, 2))
 
 
 def unknown_node_keys(nodes: List[Dict[str, Any]]) -> List[str]:

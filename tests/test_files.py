@@ -572,3 +572,59 @@ def test_timing_and_equivalence_are_not_pinned_to_a_key_set(diff_doc: Dict[str, 
 def test_the_untouched_diff_loads(diff_doc: Dict[str, Any]) -> None:
     back = gw.load_json(json.dumps(diff_doc))
     assert json.loads(back.to_json())["matched"] == diff_doc["matched"]
+
+
+def test_every_text_plotly_draws_is_escaped_once() -> None:
+    """Not only trace data and names: the title, axis titles, tick labels, annotations (subplot titles), the legend
+    title, a colour bar's title; escaping again changes nothing, and a title set afterwards is escaped too."""
+    go = pytest.importorskip("plotly.graph_objects")
+    from plotly.subplots import make_subplots
+
+    from graphwidget.views.plotly_inline import escape_labels, figures_html
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(HOSTILE_LINK, "plain"))
+    fig.add_trace(go.Bar(x=[HOSTILE_LINK, "b"], y=[1, 2], name=HOSTILE_LINK, legendgrouptitle_text=HOSTILE_LINK,
+                         hovertemplate="%{x}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=[[1, 2]], colorbar={"title": {"text": HOSTILE_LINK}}), row=1, col=2)
+    fig.update_layout(title=HOSTILE_LINK, legend_title_text=HOSTILE_LINK, xaxis_title=HOSTILE_LINK,
+                      yaxis={"tickvals": [1], "ticktext": [HOSTILE_LINK]})
+    escape_labels(fig)
+    text = json.dumps(fig.to_plotly_json())
+    assert "<a href" not in text.replace('"hovertemplate": "%{x}<extra></extra>"', ""), text[:500]
+    esc = HOSTILE_LINK.replace("<", "&lt;").replace(">", "&gt;")
+    assert fig.layout.title.text == fig.layout.xaxis.title.text == fig.layout.legend.title.text == esc
+    assert fig.layout.annotations[0].text == esc and fig.layout.yaxis.ticktext == (esc,)
+    assert fig.data[0].name == fig.data[0].legendgrouptitle.text == fig.data[1].colorbar.title.text == esc
+    assert fig.data[0].hovertemplate == "%{x}<extra></extra>"  # a template is markup by design: left alone
+    before = fig.to_plotly_json()
+    assert escape_labels(go.Figure(fig)).to_plotly_json() == before  # once, on a copy too
+    assert escape_labels(fig).to_plotly_json() == before
+    fig.update_layout(title="<b>later</b>")
+    escape_labels(fig)
+    assert fig.layout.title.text == "&lt;b&gt;later&lt;/b&gt;" and fig.layout.xaxis.title.text == esc
+    html = "".join(figures_html([fig], include_plotlyjs=False))
+    assert "<a href" not in html and "<b>later" not in html
+
+
+def test_diff_figure_escapes_the_labels_in_its_title() -> None:
+    pytest.importorskip("plotly")
+    g = hostile_graph()
+    d = gw.diff(g, gw.load_json(g.to_json()), labels=(HOSTILE_LINK, "B"))
+    fig = d.figure()
+    text = json.dumps(fig.to_plotly_json())
+    assert "<a href" not in text and "<b>" not in text, text[:300]
+    assert fig.layout.title.text.startswith("&lt;a href=")
+
+
+def test_every_chart_builder_returns_escaped_text() -> None:
+    """views/charts.py: each builder, not only charts.figure(), returns a figure whose op names, source lines and
+    module paths are text (a figure shown straight from time_by(...) in a notebook carries no markup)."""
+    pytest.importorskip("plotly")
+    from graphwidget.views import charts
+
+    g = hostile_graph()
+    for build in (lambda: charts.time_by(g, "op"), lambda: charts.time_by(g, "module"),
+                  lambda: charts.time_by(g, "source"), lambda: charts.top_nodes(g), lambda: charts.pareto(g),
+                  lambda: charts.memory(g), lambda: charts.dashboard(g)):
+        text = json.dumps(build().to_plotly_json())
+        assert "<a href" not in text and "<b>" not in text and "&lt;a href" in text, text[:300]

@@ -153,3 +153,52 @@ def test_a_dtype_the_viewer_cannot_draw_never_reaches_it(tmp_path: Path) -> None
     with pytest.raises(ValueError, match=rf"node {n['id']} .*saved\[0\]\.dtype must be a string"):
         export_html(d, tmp_path / "bad.html")
     assert not (tmp_path / "bad.html").exists()
+
+
+# -- the diff figure: labels in its title, legend and tooltips ------------------------------------------------------
+HOSTILE_LABEL = '<a href="https://example.com">x</a>'
+
+
+def test_diff_chart_labels_are_text(watched: Any, tmp_path: Path) -> None:
+    """Diff.figure() put the two labels into the chart's title unescaped: exported, the title held a live link to
+    example.com. Now every text plotly draws (title, legend, axis tick labels from op names, hover text) shows the
+    label literally, and no chart holds an <a> element."""
+    pytest.importorskip("plotly")
+    from test_files import HOSTILE_LINK, hostile_graph
+
+    from graphwidget.views.export import export_html
+
+    a = hostile_graph()
+    b = gw.load_json(a.to_json())
+    d = gw.diff(a, b, labels=(HOSTILE_LABEL, "B & <b>bold</b>"))
+    path = export_html(d, tmp_path / "diff.html", charts=[d.figure()])
+    w = watched(viewport={"width": 1300, "height": 900})
+    w.page.goto(path.as_uri())
+    w.page.wait_for_selector(".plotly-graph-div .main-svg")
+    found = w.page.evaluate("""() => {
+        const c = document.querySelector('.plotly-graph-div');
+        return {
+          links: c.querySelectorAll('a').length,
+          bold: [...c.querySelectorAll('tspan')].filter(t => (t.getAttribute('style') || '').includes('bold')).length,
+          title: (c.querySelector('.gtitle') || {}).textContent || '',
+          legend: [...c.querySelectorAll('.legendtext')].map(t => t.textContent),
+          ticks: [...c.querySelectorAll('.ytick text')].map(t => t.textContent),
+        };
+    }""")
+    assert found["links"] == 0, "a label became a link"
+    assert found["bold"] == 0, "a label's <b> was rendered as markup"
+    assert found["title"] == f'{HOSTILE_LABEL} vs B & <b>bold</b> per op type', found["title"]
+    assert found["legend"] == [HOSTILE_LABEL, "B & <b>bold</b>"], found["legend"]
+    assert any(HOSTILE_LINK in t for t in found["ticks"]), found["ticks"]  # op names, literally
+    # the hover box of a bar: its op name and the label, as text
+    w.page.locator(".plotly-graph-div").first.scroll_into_view_if_needed()  # below the viewer
+    bars = [b for b in (p.bounding_box() for p in w.page.locator(".plotly-graph-div .bars .point path").all()) if b]
+    box = max(bars, key=lambda b: b["width"])
+    w.page.mouse.move(box["x"] + box["width"] / 2 - 3, box["y"] + box["height"] / 2)
+    w.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    w.page.wait_for_selector(".hoverlayer .hovertext")
+    hover = w.page.evaluate("""() => ({
+        text: document.querySelector('.hoverlayer').textContent,
+        links: document.querySelectorAll('.hoverlayer a').length })""")
+    assert hover["links"] == 0 and HOSTILE_LINK in hover["text"], hover
+    w.assert_clean()

@@ -17,8 +17,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import fixtures as fx
 from pagekit import STATIC
 
-CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; worker-src blob:; "
-       "img-src data: blob:; font-src data:")
+from graphwidget.views.export import CSP
+
 COST_KEYS = ("bwd_ms", "fwd_ms", "grad_bytes", "saved_bytes")
 
 

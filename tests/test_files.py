@@ -628,3 +628,20 @@ def test_every_chart_builder_returns_escaped_text() -> None:
                   lambda: charts.memory(g), lambda: charts.dashboard(g)):
         text = json.dumps(build().to_plotly_json())
         assert "<a href" not in text and "<b>" not in text and "&lt;a href" in text, text[:300]
+
+
+def test_documents_built_in_python_with_subclasses_still_load(doc: Dict[str, Any]) -> None:
+    """from_dict takes Python objects too: an OrderedDict record or a float subclass (numpy's float64) is what it
+    says it is, as before the per-field checks."""
+    from collections import OrderedDict
+
+    from graphwidget.model import io
+
+    class Ms(float):
+        pass
+
+    d = copy.deepcopy(doc)
+    d["nodes"] = [OrderedDict(n) for n in d["nodes"]]
+    n = node_with(d, lambda n: n.get("fwd_ms") is not None)
+    n["fwd_ms"] = Ms(0.5)
+    assert io.from_dict(d).node(n["id"])["fwd_ms"] == 0.5

@@ -106,7 +106,7 @@ def _nonneg_int(v: Any) -> bool:
 
 def _is_num(v: Any) -> bool:
     """A number JSON (and the viewer) holds as a finite double: no NaN or infinity, no integer past ~1.8e308."""
-    if type(v) is float:
+    if isinstance(v, float):
         return math.isfinite(v)
     return type(v) is int and -_MAX_FLOAT <= v <= _MAX_FLOAT
 
@@ -125,7 +125,7 @@ def _is_bool(v: Any) -> bool:
 
 def _dims(v: Any) -> bool:
     """A shape or a stride: a list of non-negative integers."""
-    if type(v) is not list:
+    if not isinstance(v, list):
         return False
     for s in v:
         if type(s) is not int or s < 0 or s > MAX_SAFE_INT:
@@ -241,10 +241,10 @@ def _fault_text(rec: Dict[str, Any], spec: _Spec, key: Any, path: str, depth: in
 
 def _records_ok(v: Any, spec: _Spec, nullable: bool) -> bool:
     """A list of records (objects) following ``spec`` (``nullable``: entries may be null)."""
-    if type(v) is not list:
+    if not isinstance(v, list):
         return False
     for r in v:
-        if type(r) is dict:
+        if isinstance(r, dict):
             if _fault(r, spec, 2) is not None:
                 return False
         elif r is not None or not nullable:
@@ -254,10 +254,10 @@ def _records_ok(v: Any, spec: _Spec, nullable: bool) -> bool:
 
 def _records_text(v: Any, spec: _Spec, nullable: bool, name: str, one: str) -> str:
     """What :func:`_records_ok` found wrong in the list ``name`` (``one``: what one entry is)."""
-    if type(v) is not list:
+    if not isinstance(v, list):
         return f"\"{name}\" must be a list of {one}s or null; got {_show(v)}."
     for j, r in enumerate(v):
-        if type(r) is not dict:
+        if not isinstance(r, dict):
             if r is None and nullable:
                 continue
             return f"{name}[{j}] must be {one} (an object){' or null' if nullable else ''}; got {_show(r)}."
@@ -272,12 +272,12 @@ def _simple(ok: Callable[[Any], bool], expected: str) -> Tuple[Callable[[Any], b
 
 
 def _list_of(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda v: type(v) is list and all(x is None or ok(x) for x in v)
+    return lambda v: isinstance(v, list) and all(x is None or ok(x) for x in v)
 
 
 def _list_text(expected: str, ok: Callable[[Any], bool]) -> Callable[[str, Any], str]:
     def text(key: str, v: Any) -> str:
-        if type(v) is list:
+        if isinstance(v, list):
             j = next(j for j, x in enumerate(v) if not (x is None or ok(x)))
             return f"{key}[{j}] must be {expected} or null; got {_show(v[j])}."
         return f"\"{key}\" must be a list (one entry per forward output) or null; got {_show(v)}."
@@ -291,11 +291,11 @@ _NODE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
                 lambda k, v: _records_text(v, _OUTPUT, True, k, "an output record {\"shape\", \"dtype\", \"device\"}")),
     "saved": (lambda v: _records_ok(v, _SAVED, False),
               lambda k, v: _records_text(v, _SAVED, False, k, "a saved-tensor record")),
-    "attrs": (lambda v: type(v) is dict and _plain(v, 1),
+    "attrs": (lambda v: isinstance(v, dict) and _plain(v, 1),
               lambda k, v: (_plain_text(v, k, 1) if isinstance(v, dict)
                             else f"\"{k}\" must be an object or null; got {_show(v)}.")),
     "saved_bytes": _simple(_nonneg_int, "a non-negative integer (bytes)"),
-    "tensor": (lambda v: type(v) is dict and _fault(v, _LEAF, 1) is None,
+    "tensor": (lambda v: isinstance(v, dict) and _fault(v, _LEAF, 1) is None,
                lambda k, v: (_fault_text(v, _LEAF, _fault(v, _LEAF, 1), k, 1) if isinstance(v, dict)
                              else f"\"{k}\" must be an object (the leaf tensor's record) or null; got {_show(v)}.")),
     "source": _simple(_is_str, "a string such as \"model.py:42\""),
@@ -325,7 +325,7 @@ _EDGE_REQUIRED = ("source", "target")
 def validate_node(i: Optional[int], n: Any) -> None:
     """Check one node record (as parsed JSON): every field has the type docs/schema.md gives it (or is null);
     raises :class:`SchemaError` naming the node, the field and what to write instead."""
-    if type(n) is not dict:
+    if not isinstance(n, dict):
         raise SchemaError(f"nodes[{i}] must be an object, got {_show(n)}.")
     nid = n.get("id")
     if not _nonneg_int(nid):
@@ -348,7 +348,7 @@ def validate_node(i: Optional[int], n: Any) -> None:
 
 def validate_edge(k: int, e: Any, ids: set) -> Tuple[int, int]:
     """Check one edge record (every field typed as docs/schema.md says, or null); returns ``(source, target)``."""
-    if type(e) is not dict:
+    if not isinstance(e, dict):
         raise SchemaError(f"edges[{k}] must be an object, got {_show(e)}.")
     u, v = e.get("source"), e.get("target")
     if not _nonneg_int(u) or not _nonneg_int(v):
@@ -378,13 +378,13 @@ _TIMING: _Spec = {
     "warmup": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "runs_used": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "device": (_is_str, "a string such as \"cpu\""), "clock": _STR, "stat": (_is_str, "a string such as \"median\""),
-    "cross_check": (lambda v: type(v) is dict and _plain(v, 2), "an object"),
+    "cross_check": (lambda v: isinstance(v, dict) and _plain(v, 2), "an object"),
 }
 _META: _Spec = {
     "torch": (_is_str, "a string such as \"2.13.0\""), "title": _STR,
-    "roots": (lambda v: type(v) is list and all(_nonneg_int(r) for r in v), "a list of node ids"),
+    "roots": (lambda v: isinstance(v, list) and all(_nonneg_int(r) for r in v), "a list of node ids"),
     "traced": _BOOL, "timed": _BOOL,
-    "timing": (lambda v: type(v) is dict and _fault(v, _TIMING, 1) is None, "an object (docs/timing.md)"),
+    "timing": (lambda v: isinstance(v, dict) and _fault(v, _TIMING, 1) is None, "an object (docs/timing.md)"),
 }
 
 
@@ -393,9 +393,9 @@ def _check_meta(meta: Dict[str, Any]) -> None:
     if key is None:
         return
     timing = meta[key]
-    if key == "timing" and type(timing) is dict:
+    if key == "timing" and isinstance(timing, dict):
         sub = _fault(timing, _TIMING, 1)
-        if sub == "cross_check" and type(timing[sub]) is dict:
+        if sub == "cross_check" and isinstance(timing[sub], dict):
             raise SchemaError(_plain_text(timing[sub], "meta.timing.cross_check", 2))
         raise SchemaError(_fault_text(timing, _TIMING, sub, "meta.timing", 1))
     raise SchemaError(_fault_text(meta, _META, key, "meta", 0))
@@ -421,13 +421,13 @@ def validate(doc: Any) -> Dict[str, Any]:
             f"graph schema version {version!r:.20} is not supported by this release (it reads version {VERSION})"
             + ("; upgrade graphwidget." if newer else "."))
     meta = doc.get("meta")
-    if meta is not None and type(meta) is not dict:
+    if meta is not None and not isinstance(meta, dict):
         raise SchemaError(f"\"meta\" must be an object; got {_show(meta)}.")
     meta = meta or {}
     _check_meta(meta)
     roots = meta.get("roots")
     nodes, edges = doc.get("nodes"), doc.get("edges")
-    if type(nodes) is not list or type(edges) is not list:
+    if not isinstance(nodes, list) or not isinstance(edges, list):
         raise SchemaError("a graph document needs \"nodes\" and \"edges\" lists.")
     ids: set = set()
     for i, n in enumerate(nodes):
@@ -465,19 +465,19 @@ def validate(doc: Any) -> Dict[str, Any]:
 _FINDING: _Spec = {
     "rule": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
     "severity": (lambda v: v in FINDING_SEVERITIES, " or ".join(f'"{s}"' for s in FINDING_SEVERITIES)),
-    "nodes": (lambda v: type(v) is list and all(_nonneg_int(n) for n in v), "a list of node ids"),
+    "nodes": (lambda v: isinstance(v, list) and all(_nonneg_int(n) for n in v), "a list of node ids"),
     "message": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
     "source": _STR, "code": _STR, "module": _STR, "suggestion": _STR,
-    "evidence": (lambda v: type(v) is dict and _plain(v, 2), "an object"),
+    "evidence": (lambda v: isinstance(v, dict) and _plain(v, 2), "an object"),
 }
 
 
 def validate_findings(findings: Any, ids: set) -> None:
     """Check the advisor's ``"findings"`` list (the views render it as text; node ids must exist)."""
-    if type(findings) is not list:
+    if not isinstance(findings, list):
         raise SchemaError(f"\"findings\" must be a list of finding objects or null; got {_show(findings)}.")
     for j, f in enumerate(findings):
-        if type(f) is not dict:
+        if not isinstance(f, dict):
             raise SchemaError(f"findings[{j}] must be an object with keys {', '.join(FINDING_KEYS)}; "
                               f"got {_show(f)}.")
         for key in ("rule", "message"):
@@ -487,14 +487,14 @@ def validate_findings(findings: Any, ids: set) -> None:
             raise SchemaError(f"findings[{j}]: \"severity\" must be one of {FINDING_SEVERITIES}; "
                               f"got {_show(f.get('severity'))}.")
         nodes = f.get("nodes")
-        if type(nodes) is not list or not all(_nonneg_int(n) for n in nodes):
+        if not isinstance(nodes, list) or not all(_nonneg_int(n) for n in nodes):
             raise SchemaError(f"findings[{j}]: \"nodes\" must be a list of node ids; got {_show(nodes)}.")
         missing = [n for n in nodes if n not in ids]
         if missing:
             raise SchemaError(f"findings[{j}] names node {missing[0]}, which is not in \"nodes\".")
         key = _fault(f, _FINDING, 1)
         if key is not None:
-            if key == "evidence" and type(f[key]) is dict:
+            if key == "evidence" and isinstance(f[key], dict):
                 raise SchemaError(_plain_text(f[key], f"findings[{j}].evidence", 2))
             raise SchemaError(_fault_text(f, _FINDING, key, f"findings[{j}]", 1))
 
@@ -515,12 +515,12 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
     here); ``changes`` and ``findings`` (recomputed on load) plain JSON. Raises :class:`SchemaError` saying what is
     wrong and what to write; builds no string while nothing is."""
     matched = doc.get("matched")
-    if type(matched) is not list:
+    if not isinstance(matched, list):
         raise SchemaError(f"\"matched\" must be a list of [a_id, b_id] pairs (docs/diff.md); got {_show(matched)}.")
     pair_of: Dict[int, int] = {}  # A id -> index into matched
     in_b: Dict[int, int] = {}  # B id -> index into matched
     for j, p in enumerate(matched):
-        if type(p) is not list or len(p) != 2 or not _nonneg_int(p[0]) or not _nonneg_int(p[1]):
+        if not isinstance(p, list) or len(p) != 2 or not _nonneg_int(p[0]) or not _nonneg_int(p[1]):
             raise SchemaError(f"matched[{j}] must be a pair [a_id, b_id] of node ids; got {_show(p)}.")
         x, y = p
         if x not in ids_a or y not in ids_b:
@@ -536,7 +536,7 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
     for key, side, ids, paired, other in (("removed", "A", ids_a, pair_of, "matched once or removed"),
                                           ("added", "B", ids_b, in_b, "matched once or added")):
         listed = doc.get(key)
-        if type(listed) is not list:
+        if not isinstance(listed, list):
             raise SchemaError(f"\"{key}\" must be a list of node ids of {side}; got {_show(listed)}.")
         seen: set = set()
         for j, x in enumerate(listed):
@@ -553,13 +553,13 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
                               f"{key}; every node of {side} is {other}.")
     changed = doc.get("changed")
     if changed is not None:
-        if type(changed) is not list:
+        if not isinstance(changed, list):
             raise SchemaError(f"\"changed\" must be a list of [a_id, b_id, [field, ...]] entries; got "
                               f"{_show(changed)}.")
         once: set = set()
         for j, c in enumerate(changed):
-            if (type(c) is not list or len(c) != 3 or not _nonneg_int(c[0]) or not _nonneg_int(c[1])
-                    or type(c[2]) is not list or not all(isinstance(f, str) and f for f in c[2])):
+            if (not isinstance(c, list) or len(c) != 3 or not _nonneg_int(c[0]) or not _nonneg_int(c[1])
+                    or not isinstance(c[2], list) or not all(isinstance(f, str) and f for f in c[2])):
                 raise SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]] (node ids, then the names "
                                   f"of the fields that differ); changed[{j}] is {_show(c)}.")
             at = pair_of.get(c[0])
@@ -573,9 +573,9 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
     _check_diff_summary(doc.get("summary"))
     for key in ("changes", "findings"):
         v = doc.get(key)
-        if v is not None and (type(v) is not dict or not _plain(v, 1)):
+        if v is not None and (not isinstance(v, dict) or not _plain(v, 1)):
             raise SchemaError(f"\"{key}\" (recomputed on load) must be an object or null; got {_show(v)}."
-                              if type(v) is not dict else _plain_text(v, key, 1))
+                              if not isinstance(v, dict) else _plain_text(v, key, 1))
     for key, v in doc.items():
         if key not in DIFF_KEYS and key not in ("format", "version") and not _plain(v, 1):
             raise SchemaError(_plain_text(v, str(key), 1))
@@ -584,21 +584,21 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
 def _check_diff_summary(summary: Any) -> None:
     if summary is None:
         return
-    if type(summary) is not dict:
+    if not isinstance(summary, dict):
         raise SchemaError(f"\"summary\" must be an object (docs/diff.md) or null; got {_show(summary)}.")
     for key, v in summary.items():
         if v is None:
             continue
         at = f"summary.{key}"
         if key in DIFF_TOTALS:
-            if type(v) is not dict:
+            if not isinstance(v, dict):
                 raise SchemaError(f"{at} must be an object of totals (nodes, edges, saved_bytes, ...) or null; "
                                   f"got {_show(v)}.")
             bad = next((k for k, x in v.items() if x is not None and not _is_num(x)), None)
             if bad is not None:
                 raise SchemaError(f"{at}.{bad} must be a finite number or null; got {_show(v[bad])}.")
         elif key == "counts":
-            if type(v) is not dict:
+            if not isinstance(v, dict):
                 raise SchemaError(f"{at} must be an object of counts (matched, changed, added, removed) or null; "
                                   f"got {_show(v)}.")
             bad = next((k for k, x in v.items() if x is not None and not _nonneg_int(x)), None)
@@ -606,7 +606,7 @@ def _check_diff_summary(summary: Any) -> None:
                 raise SchemaError(f"{at}.{bad} must be a non-negative integer or null; got {_show(v[bad])}.")
         elif key in ("timing", "equivalence"):
             # their contents are being redesigned: only plain JSON is required here, not a key set
-            if type(v) is not dict:
+            if not isinstance(v, dict):
                 raise SchemaError(f"{at} must be an object or null; got {_show(v)}.")
             if not _plain(v, 2):
                 raise SchemaError(_plain_text(v, at, 2))

@@ -11,7 +11,7 @@ import copy
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 import torch
@@ -21,14 +21,18 @@ import graphwidget as gw
 HOSTILE_LINK = '<a href="http://x">x</a>'
 
 
-@pytest.fixture(scope="module")
-def doc() -> Dict[str, Any]:
-    """A real profiled graph as parsed JSON: nodes with saved tensors, timing, sources and modules."""
+def profiled_doc() -> Dict[str, Any]:
+    """A real profiled graph as parsed JSON: nodes with saved tensors, leaves, timing, sources and modules."""
     torch.manual_seed(0)
     lin = torch.nn.Linear(3, 3)
     x = torch.randn(2, 3, requires_grad=True)
     g = gw.profile(lambda m, t: (m(t).exp() * t).sum(), lin, x, repeat=1, warmup=0)
     return json.loads(g.to_json())
+
+
+@pytest.fixture(scope="module")
+def doc() -> Dict[str, Any]:
+    return profiled_doc()
 
 
 def node_with(d: Dict[str, Any], pred: Callable[[Dict[str, Any]], bool]) -> Dict[str, Any]:
@@ -86,6 +90,135 @@ def test_wrong_types_in_a_node(doc: Dict[str, Any], field: str, value: Any) -> N
     msg = refused(d)
     assert f"node {n['id']}" in msg, msg
     assert parts[0] in msg and parts[-1] in msg, msg
+
+
+def set_path(obj: Any, path: str, value: Any) -> None:
+    """``set_path(node, "saved.0.dtype", 7)``: list indices as numbers."""
+    parts = path.split(".")
+    for p in parts[:-1]:
+        obj = obj[int(p)] if p.isdigit() else obj[p]
+    obj[int(parts[-1]) if parts[-1].isdigit() else parts[-1]] = value
+
+
+# Each was read by load_json before, and then the viewer could not draw it ("e.startsWith is not a function" for a
+# dtype that is not a string) or showed nonsense: (which node, field, wrong value, what the message must offer).
+@pytest.mark.parametrize("which, field, value, expected", [
+    ("saved", "outputs.0.dtype", 7, "a string"),
+    ("saved", "outputs.0.device", ["cpu"], "a string"),
+    ("saved", "outputs.0", "2x3", "an output record"),
+    ("saved", "saved.0.dtype", {"name": "float32"}, "a string"),
+    ("saved", "saved.0.name", ["self"], "a string"),
+    ("saved", "saved.0.device", 0, "a string"),
+    ("saved", "saved.0.contiguous", "yes", "true or false"),
+    ("saved", "saved.0.memory_format", 1, "a string"),
+    ("saved", "saved.0.freed", 0, "true or false"),
+    ("leaf", "tensor.dtype", 32, "a string"),
+    ("leaf", "tensor.name", ["fc", "weight"], "a string"),
+    ("leaf", "tensor.stride", "3,1", "a list of non-negative integers"),
+    ("leaf", "tensor.stride", 1, "a list of non-negative integers"),
+    ("leaf", "tensor.device", {"type": "cpu"}, "a string"),
+    ("leaf", "tensor.requires_grad", "true", "true or false"),
+    ("leaf", "tensor.bytes", "12", "a non-negative integer"),
+    ("saved", "out_stride", [3, 1], "a list of non-negative integers"),
+    ("saved", "out_stride", [[3, "1"]], "a list of non-negative integers"),
+    ("saved", "out_contiguous", ["yes"], "true or false"),
+])
+def test_every_field_has_its_documented_type(doc: Dict[str, Any], which: str, field: str, value: Any,
+                                             expected: str) -> None:
+    d = copy.deepcopy(doc)
+    n = node_with(d, (lambda n: bool(n.get("saved"))) if which == "saved" else (lambda n: n["kind"] == "leaf"))
+    set_path(n, field, value)
+    msg = refused(d)
+    assert f"node {n['id']}" in msg, msg
+    head, last = field.split(".")[0], field.split(".")[-1]
+    assert head in msg and (last.isdigit() or last in msg), msg
+    assert expected in msg, f"the message says what to write instead: {msg}"
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("dtype", 7, "a string"),
+    ("shape", "2x3", "a list of non-negative integers"),
+    ("output", "0", "a non-negative integer"),
+    ("slot", -1, "a non-negative integer"),
+    ("also", {"slot": 1}, "a connection record"),
+    ("also", [{"output": 0, "slot": 1, "shape": [2, 3], "dtype": 7}], "a string"),
+])
+def test_every_edge_field_has_its_documented_type(doc: Dict[str, Any], field: str, value: Any, expected: str) -> None:
+    d = copy.deepcopy(doc)
+    e = d["edges"][0]
+    e[field] = value
+    msg = refused(d)
+    assert f"edges[0] ({e['source']} -> {e['target']})" in msg and field in msg and expected in msg, msg
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("title", ["a", "title"], "a string"),
+    ("torch", 2.13, "a string"),
+    ("traced", "yes", "true or false"),
+    ("timed", 1, "true or false"),
+    ("roots", [0, "1"], "a list of node ids"),
+])
+def test_every_meta_field_has_its_documented_type(doc: Dict[str, Any], field: str, value: Any, expected: str) -> None:
+    d = copy.deepcopy(doc)
+    d["meta"][field] = value
+    msg = refused(d)
+    assert f"meta.{field}" in msg and expected in msg, msg
+
+
+# Values of every JSON type (and numbers at the edges) put into every field: what load_json accepts of these must be
+# drawable (tests/browser/test_hostile_export.py renders them in Chromium).
+VALUE_ZOO = (None, 0, -1, 2.5, 2**53 + 1, "", "x", "float32", True, [], [1], ["x"], [[1]], {}, {"x": 1})
+
+
+def mutation_base(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``doc`` with an edge that carries a second connection (``also``) and one advisor finding, so that those
+    fields are mutated too."""
+    d = copy.deepcopy(doc)
+    e = d["edges"][0]
+    e["also"] = [{"output": 0, "slot": 1, "shape": e["shape"], "dtype": e["dtype"]}]
+    mul = node_with(d, lambda n: bool(n.get("saved")))
+    d["findings"] = [{"rule": "dtype-upcast", "severity": "info", "nodes": [mul["id"]], "source": "m.py:1",
+                      "code": "y = x * w", "module": None, "message": "a message", "suggestion": "y = x",
+                      "evidence": {"bytes": 24, "share": 0.5, "share_of": "grad_bytes"}}]
+    return d
+
+
+def mutation_paths(d: Dict[str, Any]) -> List[Tuple[str, int]]:
+    """(path into the document, the node it touches, or -1) for every field of a saved-tensor node, a leaf, an edge
+    (and its ``also``), ``meta`` and a finding."""
+    from graphwidget.model import schema
+
+    i_mul = next(i for i, n in enumerate(d["nodes"]) if n.get("saved"))
+    i_leaf = next(i for i, n in enumerate(d["nodes"]) if n["kind"] == "leaf" and n["tensor"])
+    mul, leaf = d["nodes"][i_mul]["id"], d["nodes"][i_leaf]["id"]
+    paths = [(f"nodes.{i_mul}.{k}", mul) for k in schema.NODE_KEYS if k != "op"]
+    paths += [(f"nodes.{i_mul}.saved.0.{k}", mul) for k in schema.SAVED_KEYS]
+    paths += [(f"nodes.{i_mul}.outputs.0.{k}", mul) for k in ("shape", "dtype", "device")]
+    paths += [(f"nodes.{i_mul}.{k}", mul) for k in ("outputs.0", "saved.0", "attrs.x", "out_stride.0")]
+    paths += [(f"nodes.{i_leaf}.tensor.{k}", leaf) for k in schema.LEAF_KEYS]
+    paths += [(f"edges.0.{k}", d["edges"][0]["target"]) for k in schema.EDGE_KEYS]
+    paths += [(f"edges.0.also.0.{k}", d["edges"][0]["target"]) for k in ("output", "slot", "shape", "dtype")]
+    paths += [(f"meta.{k}", -1) for k in ("torch", "title", "traced", "timed", "timing.forward_ms",
+                                          "timing.repeat", "timing.device", "timing.cross_check")]
+    paths += [(f"findings.0.{k}", mul) for k in schema.FINDING_KEYS if k not in ("rule", "message")]
+    return paths
+
+
+def accepted_mutations(doc: Dict[str, Any]) -> Dict[str, List[Tuple[str, Any]]]:
+    """Path -> the values of :data:`VALUE_ZOO` that ``gw.load_json`` accepts there (the rest it refuses with a
+    ValueError: anything else fails the caller)."""
+    base = mutation_base(doc)
+    out: Dict[str, List[Tuple[str, Any]]] = {}
+    for path, _ in mutation_paths(base):
+        for value in VALUE_ZOO:
+            d = copy.deepcopy(base)
+            set_path(d, path, value)
+            try:
+                gw.load_json(json.dumps(d))
+            except ValueError:
+                continue
+            out.setdefault(path, []).append(value)
+    return out
 
 
 @pytest.mark.parametrize("timing, key", [
@@ -216,3 +349,299 @@ def test_exported_html_has_no_planted_link(tmp_path: Path) -> None:
     assert strings, "no plotly figure found in the export"
     planted = [s for s in strings if re.search(r"<a\s+href|\\u003ca\s+href|<b>|\\u003cb\\u003e", s, re.I)]
     assert not planted, planted[:3]
+
+
+# -- what Python itself would raise: OverflowError, TypeError, UnicodeDecodeError -----------------------------------
+def schema_error(d: Any) -> str:
+    """The message of the :class:`graphwidget.SchemaError` (a ValueError) load_json raises for ``d``: never
+    OverflowError, TypeError, UnicodeDecodeError or another ValueError from deep inside."""
+    text = d if isinstance(d, (str, bytes)) else json.dumps(d)
+    with pytest.raises(gw.SchemaError) as info:
+        gw.load_json(text)
+    assert type(info.value) is gw.SchemaError, type(info.value)
+    return str(info.value)
+
+
+def test_a_400_digit_number_is_refused_not_an_overflow_error(doc: Dict[str, Any]) -> None:
+    d = copy.deepcopy(doc)
+    n = node_with(d, lambda n: n.get("fwd_ms") is not None)
+    n["fwd_ms"] = "@@"
+    msg = schema_error(json.dumps(d).replace('"@@"', "1" + "0" * 400))
+    assert f"node {n['id']}" in msg and "fwd_ms" in msg and "finite" in msg and "401 digits" in msg, msg
+    n["fwd_ms"], n["attrs"] = None, {"alpha": "@@"}
+    msg = schema_error(json.dumps(d).replace('"@@"', "-" + "9" * 400))
+    assert f"node {n['id']}" in msg and "attrs.alpha" in msg and "write null" in msg, msg
+    msg = schema_error(json.dumps(d).replace('"@@"', "9" * 5000))  # past Python's own limit on digits
+    assert "thousands of digits" in msg and "write null" in msg, msg
+
+
+@pytest.mark.parametrize("place", ["id", "edge", "root", "finding", "saved_bytes"])
+@pytest.mark.parametrize("value", [2**53, 10**30, [1], {"id": 1}])
+def test_ids_that_are_huge_or_unhashable_are_refused(doc: Dict[str, Any], place: str, value: Any) -> None:
+    """An id the viewer cannot hold exactly (JavaScript numbers: 2**53 and 2**53 + 1 are the same) or that is not a
+    number at all; sizes likewise."""
+    d = copy.deepcopy(doc)
+    n = d["nodes"][1]
+    if place == "id":
+        n["id"] = value
+    elif place == "edge":
+        d["edges"][0]["source"] = value
+    elif place == "root":
+        d["meta"]["roots"] = [value]
+    elif place == "finding":
+        d["findings"] = [{"rule": "r", "severity": "info", "nodes": [value], "message": "m"}]
+    else:
+        n["saved_bytes"] = value
+    msg = schema_error(d)
+    words = {"id": '"id" must be a non-negative integer', "edge": '"source" and "target" must be node ids',
+             "root": "meta.roots must be a list of node ids", "finding": '"nodes" must be a list of node ids',
+             "saved_bytes": '"saved_bytes" must be a non-negative integer'}[place]
+    assert words in msg, msg
+    if place == "id" and isinstance(value, int):
+        assert "2**53 - 1" in msg, msg
+
+
+def test_non_utf8_bytes_are_refused_saying_what_to_do(doc: Dict[str, Any]) -> None:
+    text = json.dumps(doc)
+    assert len(gw.load_json(text.encode("utf-8"))) == len(doc["nodes"])  # bytes are read, as UTF-8
+    assert len(gw.load_json(b"\xef\xbb\xbf" + text.encode("utf-8"))) == len(doc["nodes"])  # with a BOM too
+    d = copy.deepcopy(doc)
+    d["meta"]["title"] = "caf\u00e9"
+    latin1 = json.dumps(d, ensure_ascii=False).encode("latin-1")
+    msg = schema_error(latin1)
+    assert "not UTF-8" in msg and f"byte {latin1.index(b'caf') + 3}" in msg and "e9" in msg and "UTF-8 JSON" in msg
+    msg = schema_error(text.encode("utf-16"))
+    assert "not UTF-8" in msg and "UTF-16" in msg, msg
+    msg = schema_error(text.encode("utf-8") + b"\xff")
+    assert "not UTF-8" in msg and "ff" in msg, msg
+
+
+@pytest.mark.parametrize("field", ["op", "source", "code", "module", "kind"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity", "nan", "inf", "1e999"])
+def test_nan_like_strings_are_strings(doc: Dict[str, Any], field: str, word: str) -> None:
+    """A string that spells a number is text where the schema wants text (an op may be called "NaN")..."""
+    d = copy.deepcopy(doc)
+    n = d["nodes"][1]
+    n[field] = word
+    g = gw.load_json(json.dumps(d))
+    assert g.node(n["id"])[field] == word
+    assert json.loads(g.to_json())["nodes"][1][field] == word
+
+
+@pytest.mark.parametrize("field", ["fwd_ms", "bwd_ms", "saved_bytes", "seq", "saved.0.bytes", "tensor.bytes"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "1e999", "0x10", " 1"])
+def test_nan_like_strings_are_not_numbers(doc: Dict[str, Any], field: str, word: str) -> None:
+    """... and is refused where the schema wants a number, saying which number to write."""
+    d = copy.deepcopy(doc)
+    n = node_with(d, (lambda n: n["kind"] == "leaf") if field.startswith("tensor") else lambda n: bool(n["saved"]))
+    set_path(n, field, word)
+    msg = schema_error(d)
+    assert f"node {n['id']}" in msg and field.split(".")[-1] in msg and "must be a" in msg and "or null" in msg
+    assert f"string {word!r}" in msg, msg
+
+
+@pytest.mark.parametrize("make", [
+    lambda k: "[" * k + "]" * k,
+    lambda k: '{"a":' * k + "1" + "}" * k,
+    lambda k: '[{"a":' * k + "1" + "}]" * k,
+], ids=["lists", "objects", "mixed"])
+@pytest.mark.parametrize("depth", [70, 800, 100_000])
+def test_deep_values_anywhere_are_a_clear_error(doc: Dict[str, Any], make: Any, depth: int) -> None:
+    """Nested past 64 levels in attrs, in an unknown node key, in meta.timing.cross_check, in a finding's evidence:
+    refused naming where, never a RecursionError (the JSON reader's own limit is ~1000 levels)."""
+    for where in ("attrs", "unknown", "cross_check", "evidence"):
+        d = copy.deepcopy(doc)
+        n = d["nodes"][1]
+        if where == "attrs":
+            n["attrs"] = {"deep": "@@"}
+        elif where == "unknown":
+            n["future_key"] = "@@"
+        elif where == "cross_check":
+            d["meta"]["timing"]["cross_check"] = {"deep": "@@"}
+        else:
+            d["findings"] = [{"rule": "r", "severity": "info", "nodes": [n["id"]], "message": "m",
+                              "evidence": {"deep": "@@"}}]
+        msg = schema_error(json.dumps(d).replace('"@@"', make(depth)))
+        assert "nested" in msg and len(msg) < 300, msg
+        if depth < 1000:  # parsed, then found by the schema: the exact place
+            assert {"attrs": "attrs.deep", "unknown": "future_key", "cross_check": "meta.timing.cross_check",
+                    "evidence": "findings[0].evidence"}[where] in msg, msg
+
+
+def test_values_nested_within_the_limit_load_and_round_trip(doc: Dict[str, Any]) -> None:
+    d = copy.deepcopy(doc)
+    d["nodes"][1]["attrs"] = {"deep": "@@"}
+    g = gw.load_json(json.dumps(d).replace('"@@"', '{"a":[' * 30 + "1" + "]}" * 30))
+    assert json.loads(g.to_json())["nodes"][1]["attrs"] == json.loads(json.dumps(d).replace(
+        '"@@"', '{"a":[' * 30 + "1" + "]}" * 30))["nodes"][1]["attrs"]
+
+
+@pytest.mark.parametrize("bad", [[[0], 0], [{"a": 1}, 0], [0, [0]], [2**60, 0]])
+def test_unhashable_or_huge_ids_in_a_diff_are_refused(bad: List[Any]) -> None:
+    x = torch.randn(3, requires_grad=True)
+    d = json.loads(gw.diff(gw.capture(x.exp().sum()), gw.capture((x.exp() * 2).sum())).to_json())
+    d["changed"] = [[*bad, ["op"]]]
+    msg = schema_error(d)
+    assert "changed" in msg and "[a_id, b_id, [field, ...]]" in msg, msg
+
+
+# -- diff documents ("graphwidget-diff") -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def diff_doc() -> Dict[str, Any]:
+    """A real compared pair with timing and equivalence (docs/diff.md): exp().sum() vs (exp() * 2).sum()."""
+    torch.manual_seed(0)
+    x = torch.randn(3, requires_grad=True)
+    d = gw.compare(lambda t: t.exp().sum(), lambda t: (t.exp() * 2).sum(), x, profile=True, repeat=3)
+    doc = json.loads(d.to_json())
+    assert doc["matched"] and doc["added"] and doc["summary"]["timing"] and doc["summary"]["equivalence"]
+    return doc
+
+
+def _pair_not_matched(o: Dict[str, Any]) -> None:
+    (x, _), (_, y) = o["matched"][0], o["matched"][1]
+    o["changed"] = [[x, y, ["op"]]]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda o: o.update(labels=["only one"]), "labels must be two non-empty strings"),
+    (lambda o: o.update(labels=[1, "B"]), "labels must be two non-empty strings"),
+    (lambda o: o.update(labels="AB"), "labels must be two non-empty strings"),
+    (lambda o: o.update(matched={"0": 0}), '"matched" must be a list of [a_id, b_id] pairs'),
+    (lambda o: o["matched"].append([0]), "must be a pair [a_id, b_id] of node ids"),
+    (lambda o: o["matched"].__setitem__(0, [0, "0"]), "matched[0] must be a pair [a_id, b_id] of node ids"),
+    (lambda o: o["matched"].__setitem__(0, [0, True]), "matched[0] must be a pair [a_id, b_id] of node ids"),
+    (lambda o: o["matched"].__setitem__(0, [[0], 0]), "matched[0] must be a pair [a_id, b_id] of node ids"),
+    (lambda o: o["matched"].__setitem__(0, [99, 0]), "matched[0] names node 99 of A, which is not in that graph"),
+    (lambda o: o["matched"].append(list(o["matched"][0])), "is matched twice (matched[0] and matched["),
+    (lambda o: o["matched"].__setitem__(1, [o["matched"][1][0], o["matched"][0][1]]),
+     "of B is matched twice (matched[0] and matched[1])"),
+    (lambda o: o.update(removed=None), '"removed" must be a list of node ids of A'),
+    (lambda o: o["removed"].append(o["matched"][0][0]), "and matched[0]; every node of A is matched once or removed"),
+    (lambda o: o["added"].append("1"), "names node string '1' of B, which is not in that graph"),
+    (lambda o: o["added"].append(o["added"][0]), "\"added\" twice; every node of B is matched once or added"),
+    (lambda o: o["added"].pop(), "of B are neither matched nor added; every node of B is matched once or added"),
+    (lambda o: o["matched"].pop(), "of A are neither matched nor removed"),
+    (lambda o: o.update(changed="all"), '"changed" must be a list of [a_id, b_id, [field, ...]] entries'),
+    (lambda o: o.update(changed=[[0, 0]]), 'entries are [a_id, b_id, [field, ...]]'),
+    (lambda o: o.update(changed=[[0, 0, "op"]]), 'entries are [a_id, b_id, [field, ...]]'),
+    (lambda o: o.update(changed=[[0, 0, [7]]]), 'entries are [a_id, b_id, [field, ...]]'),
+    (_pair_not_matched, 'which is not in "matched"'),
+    (lambda o: o.update(changed=o["changed"] + o["changed"][:1]), "is listed twice"),
+    (lambda o: o.update(summary=[1, 2]), '"summary" must be an object'),
+    (lambda o: o["summary"].update(a="lots"), "summary.a must be an object of totals"),
+    (lambda o: o["summary"]["b"].update(nodes="3"), "summary.b.nodes must be a finite number or null"),
+    (lambda o: o["summary"]["counts"].update(matched=-1), "summary.counts.matched must be a non-negative integer"),
+    (lambda o: o["summary"].update(timing="fast"), "summary.timing must be an object or null"),
+    (lambda o: o["summary"].update(equivalence=[True]), "summary.equivalence must be an object or null"),
+    (lambda o: o["summary"]["timing"].update(ratio=10**400), "summary.timing.ratio is a number of about 401 digits"),
+    (lambda o: o["summary"]["timing"].update(new_part={"deep": "@deep@"}),
+     "summary.timing.new_part.deep[0][0]"),
+    (lambda o: o["summary"]["equivalence"]["tensors"][0].update(max_abs="@@"),
+     "summary.equivalence.tensors[0].max_abs is inf"),
+    (lambda o: o.update(changes="none"), '"changes" (recomputed on load) must be an object or null'),
+    (lambda o: o.update(findings=[1]), '"findings" (recomputed on load) must be an object or null'),
+])
+def test_a_diff_documents_own_fields_are_checked(diff_doc: Dict[str, Any], change: Any, words: str) -> None:
+    """Before, only the two graphs were validated (and the matching partly): a summary that was not an object, NaN or
+    infinite numbers in timing/equivalence, ids matched twice went through or were named vaguely."""
+    d = copy.deepcopy(diff_doc)
+    if not d["changed"]:
+        d["changed"] = [[*d["matched"][0], ["op"]]]
+    change(d)
+    text = json.dumps(d).replace('"@@"', "1e999").replace('"@deep@"', "[" * 70 + "]" * 70)
+    msg = schema_error(text)
+    assert words in msg, msg
+    assert "nested more than 64 levels" in msg or "deep" not in words, msg
+
+
+def test_timing_and_equivalence_are_not_pinned_to_a_key_set(diff_doc: Dict[str, Any]) -> None:
+    """Their contents are being redesigned: new keys of any plain JSON load and are kept."""
+    d = copy.deepcopy(diff_doc)
+    d["summary"]["timing"]["per_round"] = [{"a_ms": 1.5, "b_ms": 2, "note": None, "kept": True}]
+    d["summary"]["equivalence"] = {"verdict": "same", "per_output": {"out": {"max_abs": 0.0, "dims": [3]}}}
+    back = gw.load_json(json.dumps(d))
+    assert back.timing["per_round"] == d["summary"]["timing"]["per_round"]
+    assert back.equivalence == d["summary"]["equivalence"]
+    assert json.loads(back.to_json())["summary"]["equivalence"] == d["summary"]["equivalence"]
+    for absent in ("timing", "equivalence"):
+        d["summary"][absent] = None
+    del d["changed"]
+    assert gw.load_json(json.dumps(d)).timing is None
+
+
+def test_the_untouched_diff_loads(diff_doc: Dict[str, Any]) -> None:
+    back = gw.load_json(json.dumps(diff_doc))
+    assert json.loads(back.to_json())["matched"] == diff_doc["matched"]
+
+
+def test_every_text_plotly_draws_is_escaped_once() -> None:
+    """Not only trace data and names: the title, axis titles, tick labels, annotations (subplot titles), the legend
+    title, a colour bar's title; escaping again changes nothing, and a title set afterwards is escaped too."""
+    go = pytest.importorskip("plotly.graph_objects")
+    from plotly.subplots import make_subplots
+
+    from graphwidget.views.plotly_inline import escape_labels, figures_html
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(HOSTILE_LINK, "plain"))
+    fig.add_trace(go.Bar(x=[HOSTILE_LINK, "b"], y=[1, 2], name=HOSTILE_LINK, legendgrouptitle_text=HOSTILE_LINK,
+                         hovertemplate="%{x}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=[[1, 2]], colorbar={"title": {"text": HOSTILE_LINK}}), row=1, col=2)
+    fig.update_layout(title=HOSTILE_LINK, legend_title_text=HOSTILE_LINK, xaxis_title=HOSTILE_LINK,
+                      yaxis={"tickvals": [1], "ticktext": [HOSTILE_LINK]})
+    escape_labels(fig)
+    text = json.dumps(fig.to_plotly_json())
+    assert "<a href" not in text.replace('"hovertemplate": "%{x}<extra></extra>"', ""), text[:500]
+    esc = HOSTILE_LINK.replace("<", "&lt;").replace(">", "&gt;")
+    assert fig.layout.title.text == fig.layout.xaxis.title.text == fig.layout.legend.title.text == esc
+    assert fig.layout.annotations[0].text == esc and fig.layout.yaxis.ticktext == (esc,)
+    assert fig.data[0].name == fig.data[0].legendgrouptitle.text == fig.data[1].colorbar.title.text == esc
+    assert fig.data[0].hovertemplate == "%{x}<extra></extra>"  # a template is markup by design: left alone
+    before = fig.to_plotly_json()
+    assert escape_labels(go.Figure(fig)).to_plotly_json() == before  # once, on a copy too
+    assert escape_labels(fig).to_plotly_json() == before
+    fig.update_layout(title="<b>later</b>")
+    escape_labels(fig)
+    assert fig.layout.title.text == "&lt;b&gt;later&lt;/b&gt;" and fig.layout.xaxis.title.text == esc
+    html = "".join(figures_html([fig], include_plotlyjs=False))
+    assert "<a href" not in html and "<b>later" not in html
+
+
+def test_diff_figure_escapes_the_labels_in_its_title() -> None:
+    pytest.importorskip("plotly")
+    g = hostile_graph()
+    d = gw.diff(g, gw.load_json(g.to_json()), labels=(HOSTILE_LINK, "B"))
+    fig = d.figure()
+    text = json.dumps(fig.to_plotly_json())
+    assert "<a href" not in text and "<b>" not in text, text[:300]
+    assert fig.layout.title.text.startswith("&lt;a href=")
+
+
+def test_every_chart_builder_returns_escaped_text() -> None:
+    """views/charts.py: each builder, not only charts.figure(), returns a figure whose op names, source lines and
+    module paths are text (a figure shown straight from time_by(...) in a notebook carries no markup)."""
+    pytest.importorskip("plotly")
+    from graphwidget.views import charts
+
+    g = hostile_graph()
+    for build in (lambda: charts.time_by(g, "op"), lambda: charts.time_by(g, "module"),
+                  lambda: charts.time_by(g, "source"), lambda: charts.top_nodes(g), lambda: charts.pareto(g),
+                  lambda: charts.memory(g), lambda: charts.dashboard(g)):
+        text = json.dumps(build().to_plotly_json())
+        assert "<a href" not in text and "<b>" not in text and "&lt;a href" in text, text[:300]
+
+
+def test_documents_built_in_python_with_subclasses_still_load(doc: Dict[str, Any]) -> None:
+    """from_dict takes Python objects too: an OrderedDict record or a float subclass (numpy's float64) is what it
+    says it is, as before the per-field checks."""
+    from collections import OrderedDict
+
+    from graphwidget.model import io
+
+    class Ms(float):
+        pass
+
+    d = copy.deepcopy(doc)
+    d["nodes"] = [OrderedDict(n) for n in d["nodes"]]
+    n = node_with(d, lambda n: n.get("fwd_ms") is not None)
+    n["fwd_ms"] = Ms(0.5)
+    assert io.from_dict(d).node(n["id"])["fwd_ms"] == 0.5

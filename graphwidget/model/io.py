@@ -44,24 +44,25 @@ def _place(doc: Any, path: List[Any]) -> str:
     return text or "the document"
 
 
-def _constant_error(doc: Any, who: str) -> ValueError:
+def _constant_error(doc: Any, who: str) -> schema.SchemaError:
     stack: List[Tuple[Any, List[Any]]] = [(doc, [])]
     while stack:
         v, path = stack.pop()
         if isinstance(v, _Constant):
-            return ValueError(f"{who}: {_place(doc, path)} holds {v.name}, which is not JSON; write null for an "
-                              f"unknown number.")
+            return schema.SchemaError(f"{who}: {_place(doc, path)} holds {v.name}, which is not JSON; write null "
+                                      f"for an unknown number.")
         if isinstance(v, dict):
             stack.extend((x, path + [k]) for k, x in reversed(list(v.items())))
         elif isinstance(v, list):
             stack.extend((x, path + [j]) for j, x in reversed(list(enumerate(v))))
-    return ValueError(f"{who}: the file holds NaN or Infinity, which is not JSON; write null for an unknown number.")
+    return schema.SchemaError(f"{who}: the file holds NaN or Infinity, which is not JSON; write null for an "
+                              f"unknown number.")
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
 
 
-def _nesting_error(text: str, who: str) -> ValueError:
+def _nesting_error(text: str, who: str) -> schema.SchemaError:
     """Where the text first nests deeper than :data:`~graphwidget.model.schema.MAX_DEPTH` (found by a flat scan:
     the JSON reader itself gave up with a RecursionError)."""
     stack: List[List[Any]] = []  # per open container: ["{", key, expecting_key] or ["[", index]
@@ -73,8 +74,8 @@ def _nesting_error(text: str, who: str) -> ValueError:
                 path = [f[1] for f in stack[:-1]]
                 head = _place({}, path[:4])
                 # the node's id is not known yet (the reader stopped): name it by its place in "nodes"
-                return ValueError(f"{who}: {head}{'...' if len(path) > 4 else ''} is nested more than "
-                                  f"{schema.MAX_DEPTH} levels deep; this is not a graphwidget file.")
+                return schema.SchemaError(f"{who}: {head}{'...' if len(path) > 4 else ''} is nested more than "
+                                          f"{schema.MAX_DEPTH} levels deep; this is not a graphwidget file.")
         elif t in "}]":
             if stack:
                 stack.pop()
@@ -88,14 +89,29 @@ def _nesting_error(text: str, who: str) -> ValueError:
                 stack[-1][2] = False
         elif stack and stack[-1][0] == "{" and stack[-1][2]:
             stack[-1][1] = json.loads(t)
-    return ValueError(f"{who}: the JSON is nested too deeply to be a graphwidget file.")
+    return schema.SchemaError(f"{who}: the JSON is nested too deeply to be a graphwidget file.")
+
+
+def _decode(data: bytes, who: str) -> str:
+    """UTF-8 bytes (a leading byte-order mark allowed) as text; anything else is refused saying where it breaks."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start:exc.start + 4].hex(" ")
+        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+        raise schema.SchemaError(
+            f"{who}: the bytes are not UTF-8 text (byte {exc.start} starts {bad!r}"
+            + (", and they begin with a UTF-16 byte-order mark" if utf16 else "")
+            + "); graphwidget files are UTF-8 JSON: pass the text GradGraph.to_json() wrote, or the file's bytes "
+              "unchanged (re-save it as UTF-8 if an editor converted it).") from None
 
 
 def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
-    """Parse JSON text with clear errors (not JSON; NaN or Infinity, and where; nesting so deep the parser gives up,
-    and where)."""
+    """Parse JSON text (a str, or UTF-8 bytes) with clear errors, all :class:`~graphwidget.SchemaError` (a
+    ``ValueError``): not UTF-8; not JSON; NaN or Infinity, and where; a number too long to read; nesting so deep the
+    parser gives up, and where."""
     if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8")
+        text = _decode(bytes(text), who)
     if not isinstance(text, str):
         raise TypeError(f"{who} expects the JSON text GradGraph.to_json() wrote (a str); got {type(text).__name__}.")
     found: List[_Constant] = []
@@ -108,11 +124,14 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
     try:
         doc = json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{who}: not JSON ({exc}); pass the text GradGraph.to_json() wrote.") from None
+        raise schema.SchemaError(f"{who}: not JSON ({exc}); pass the text GradGraph.to_json() wrote.") from None
     except RecursionError:
         raise _nesting_error(text, who) from None
-    except ValueError as exc:
-        raise ValueError(f"{who}: {exc}.") from None
+    except ValueError as exc:  # an integer literal past Python's limit on digits (sys.get_int_max_str_digits())
+        if "digits" in str(exc):
+            raise schema.SchemaError(f"{who}: the file holds a number thousands of digits long, which no graph "
+                                     f"holds; write null for an unknown number.") from None
+        raise schema.SchemaError(f"{who}: {exc}.") from None
     if found:
         raise _constant_error(doc, who)
     return doc

@@ -16,7 +16,9 @@ This module is torch-free: saved graphs load, diff and advise without torch.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+import reprlib
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 FORMAT = "graphwidget"
 VERSION = 1
@@ -59,179 +61,371 @@ class SchemaError(ValueError):
     """A graph document that does not follow the schema; the message names the node and the field."""
 
 
+# -- the checks -------------------------------------------------------------------------------------------------------
+# Validation runs on every load (100k-node graphs included), so the checks below build no string while nothing is
+# wrong: each field has a predicate (a fast bool), and only a field found wrong is looked at again to say where and
+# what to write instead.
+
+#: The largest integer the viewer (JavaScript) holds exactly (Number.MAX_SAFE_INTEGER): ids, sizes and counts above
+#: it would be rounded there (two ids could become one).
+MAX_SAFE_INT = 2**53 - 1
+_MAX_FLOAT = sys.float_info.max
+
+_JSON_TYPE = {str: "string", int: "number", float: "number", bool: "boolean", list: "list", tuple: "list",
+              dict: "object", type(None): "null"}
+
+
+def _show(v: Any) -> str:
+    """A short, safe description of a wrong value for a message: its JSON type and the start of its text (never
+    the whole of a big value; an integer too long to print is described by its length)."""
+    kind = _JSON_TYPE.get(type(v), type(v).__name__)
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        return f"{kind} of about {int(v.bit_length() * 0.30103) + 1} digits"
+    if isinstance(v, str):
+        return f"{kind} {v[:60]!r}" + ("..." if len(v) > 60 else "")
+    r = reprlib.Repr()
+    r.maxlevel, r.maxstring, r.maxother, r.maxlist, r.maxdict = 2, 40, 40, 6, 4
+    try:
+        text = r.repr(v)
+    except (ValueError, RecursionError):  # an int past Python's printing limit somewhere inside
+        text = "..."
+    return f"{kind} {text[:80]}"
+
+
 def _where(i: Optional[int], node_id: Any) -> str:
     return f"node {node_id!r} (nodes[{i}])" if i is not None else "the document"
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return type(v) is int and -MAX_SAFE_INT <= v <= MAX_SAFE_INT
 
 
 def _nonneg_int(v: Any) -> bool:
-    return _is_int(v) and v >= 0
+    return type(v) is int and 0 <= v <= MAX_SAFE_INT
+
+
+def _is_num(v: Any) -> bool:
+    """A number JSON (and the viewer) holds as a finite double: no NaN or infinity, no integer past ~1.8e308."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return type(v) is int and -_MAX_FLOAT <= v <= _MAX_FLOAT
 
 
 def _nonneg_num(v: Any) -> bool:
     return _is_num(v) and v >= 0
 
 
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
 
 
-def _check_finite(value: Any, path: str, depth: int = 0) -> None:
-    """No NaN/Infinity (JSON cannot carry them; exports would fail later) and no absurd nesting."""
-    stack: List[Tuple[Any, str, int]] = [(value, path, depth)]
+def _is_bool(v: Any) -> bool:
+    return v is True or v is False
+
+
+def _dims(v: Any) -> bool:
+    """A shape or a stride: a list of non-negative integers."""
+    if not isinstance(v, list):
+        return False
+    for s in v:
+        if type(s) is not int or s < 0 or s > MAX_SAFE_INT:
+            return False
+    return True
+
+
+def _bad_scalar(v: Any) -> bool:
+    """Not a JSON scalar the viewer reads as written: NaN or infinity, an integer past a double's range (~1.8e308,
+    Infinity there), or no JSON value at all (bytes, a set, an object of some class)."""
+    if isinstance(v, float):
+        return not math.isfinite(v)
+    if isinstance(v, int):
+        return not isinstance(v, bool) and not -_MAX_FLOAT <= v <= _MAX_FLOAT
+    return not (v is None or isinstance(v, str))
+
+
+def _plain(v: Any, depth: int) -> bool:
+    """Free-form JSON (attrs, evidence, unknown keys) with finite numbers, nested at most :data:`MAX_DEPTH` levels
+    (``depth``: the level ``v`` sits at)."""
+    if type(v) is str or v is None or v is True or v is False:
+        return True
+    if not isinstance(v, (dict, list, tuple)):
+        return not _bad_scalar(v)
+    stack: List[Tuple[Any, int]] = [(v, depth)]
     while stack:
-        v, p, d = stack.pop()
+        x, d = stack.pop()
         if d > MAX_DEPTH:
-            where = p if len(p) <= 120 else p[:100] + "..."  # the place, not 64 levels of "[0]"
-            raise SchemaError(f"{where}: nested more than {MAX_DEPTH} levels deep; this is not a graphwidget file.")
-        if isinstance(v, float) and not math.isfinite(v):
-            raise SchemaError(f"{p} is {v}, which JSON cannot hold; write null for an unknown number.")
-        if isinstance(v, dict):
-            stack.extend((x, f"{p}.{k}", d + 1) for k, x in v.items())
-        elif isinstance(v, list):
-            stack.extend((x, f"{p}[{j}]", d + 1) for j, x in enumerate(v))
+            return False
+        for y in (x.values() if isinstance(x, dict) else x):
+            if isinstance(y, (dict, list, tuple)):
+                stack.append((y, d + 1))
+            elif _bad_scalar(y):
+                return False
+    return True
 
 
-def _check_shape(v: Any, what: str) -> None:
-    if v is None:
-        return
-    if not isinstance(v, list) or not all(_is_int(s) and s >= 0 for s in v):
-        raise SchemaError(f"{what} must be a list of non-negative integers or null; got {v!r:.80}.")
+def _plain_text(v: Any, path: str, depth: int) -> str:
+    """What :func:`_plain` found wrong in ``v`` (at ``path``), and where."""
+    stack: List[Tuple[Any, str, int]] = [(v, path, depth)]
+    while stack:
+        x, p, d = stack.pop()
+        if isinstance(x, (dict, list, tuple)):
+            if d > MAX_DEPTH:
+                where = p if len(p) <= 120 else p[:100] + "..."  # the place, not 64 levels of "[0]"
+                return f"{where}: nested more than {MAX_DEPTH} levels deep; this is not a graphwidget file."
+            items = x.items() if isinstance(x, dict) else enumerate(x)
+            stack.extend((y, f"{p}.{k}" if isinstance(x, dict) else f"{p}[{k}]", d + 1)
+                         for k, y in reversed(list(items)))
+        elif isinstance(x, float) and not math.isfinite(x):
+            return f"{p} is {x}, which JSON cannot hold; write null for an unknown number."
+        elif isinstance(x, int) and _bad_scalar(x):
+            return (f"{p} is a {_show(x)}, past what a JSON number holds (the viewer would read Infinity); "
+                    f"write null for an unknown number.")
+        elif _bad_scalar(x):
+            return (f"{p} is a {type(x).__name__}, which is not JSON; write a string, a number, true/false, null, "
+                    f"a list or an object.")
+    return f"{path} is not plain JSON."
 
 
-def _check_opt(v: Any, ok: bool, what: str, expected: str) -> None:
-    if v is not None and not ok:
-        raise SchemaError(f"{what} must be {expected} or null; got {type(v).__name__} {v!r:.60}.")
+# Per record type: key -> (predicate, what to write). null (or an absent key) is always allowed; keys not listed are
+# free-form JSON (_plain).
+_Spec = Dict[str, Tuple[Callable[[Any], bool], str]]
+
+_STR = (_is_str, "a string")
+_DIMS = (_dims, "a list of non-negative integers such as [8, 3]")
+_BYTES = (_nonneg_int, "a non-negative integer (bytes)")
+_BOOL = (_is_bool, "true or false")
+_DTYPE = (_is_str, "a string such as \"float32\"")
+_DEVICE = (_is_str, "a string such as \"cpu\"")
+
+_OUTPUT: _Spec = {"shape": _DIMS, "dtype": _DTYPE, "device": _DEVICE}
+_SAVED: _Spec = {
+    "shape": _DIMS, "stride": _DIMS, "dtype": _DTYPE, "device": _DEVICE, "contiguous": _BOOL,
+    "memory_format": (_is_str, "a string such as \"contiguous\""), "bytes": _BYTES, "storage_bytes": _BYTES,
+    "storage": (_is_int, "an integer (the graph-local storage id)"), "freed": _BOOL,
+    "name": (_is_str, "a string (the saved tensor's name, e.g. \"self\")"),
+    "packed": (lambda v: v in PACKED_KINDS, " or ".join(f'"{k}"' for k in PACKED_KINDS)), "stale": _BOOL,
+}
+_LEAF: _Spec = {
+    "shape": _DIMS, "stride": _DIMS, "dtype": _DTYPE, "device": _DEVICE, "contiguous": _BOOL,
+    "memory_format": (_is_str, "a string such as \"contiguous\""), "bytes": _BYTES, "storage_bytes": _BYTES,
+    "requires_grad": _BOOL, "name": (_is_str, "a string (the parameter's name, e.g. \"fc1.weight\")"),
+    "storage": (_is_int, "an integer (the graph-local storage id)"),
+}
+_CONNECTION: _Spec = {"output": (_nonneg_int, "a non-negative integer (which forward output flows)"),
+                      "slot": (_nonneg_int, "a non-negative integer (the position in next_functions)"),
+                      "shape": _DIMS, "dtype": _DTYPE}
+
+
+def _fault(rec: Dict[str, Any], spec: _Spec, depth: int) -> Any:
+    """The first key of ``rec`` whose value breaks ``spec`` (a key ``spec`` does not list: not plain JSON), or
+    ``None``. Builds no string."""
+    for key, v in rec.items():
+        if v is None:
+            continue
+        s = spec.get(key)
+        if s is None:
+            if not _plain(v, depth + 1):
+                return key
+        elif not s[0](v):
+            return key
+    return None
+
+
+def _fault_text(rec: Dict[str, Any], spec: _Spec, key: Any, path: str, depth: int) -> str:
+    """The message for ``rec[key]`` (``path``: where ``rec`` is), which :func:`_fault` found wrong."""
+    s = spec.get(key)
+    if s is None:
+        return _plain_text(rec[key], f"{path}.{key}", depth + 1)
+    return f"{path}.{key} must be {s[1]} or null; got {_show(rec[key])}."
+
+
+def _records_ok(v: Any, spec: _Spec, nullable: bool) -> bool:
+    """A list of records (objects) following ``spec`` (``nullable``: entries may be null)."""
+    if not isinstance(v, list):
+        return False
+    for r in v:
+        if isinstance(r, dict):
+            if _fault(r, spec, 2) is not None:
+                return False
+        elif r is not None or not nullable:
+            return False
+    return True
+
+
+def _records_text(v: Any, spec: _Spec, nullable: bool, name: str, one: str) -> str:
+    """What :func:`_records_ok` found wrong in the list ``name`` (``one``: what one entry is)."""
+    if not isinstance(v, list):
+        return f"\"{name}\" must be a list of {one}s or null; got {_show(v)}."
+    for j, r in enumerate(v):
+        if not isinstance(r, dict):
+            if r is None and nullable:
+                continue
+            return f"{name}[{j}] must be {one} (an object){' or null' if nullable else ''}; got {_show(r)}."
+        key = _fault(r, spec, 2)
+        if key is not None:
+            return _fault_text(r, spec, key, f"{name}[{j}]", 2)
+    return f"\"{name}\" is not a list of {one}s."
+
+
+def _simple(ok: Callable[[Any], bool], expected: str) -> Tuple[Callable[[Any], bool], Callable[[str, Any], str]]:
+    return ok, lambda key, v: f"\"{key}\" must be {expected} or null; got {_show(v)}."
+
+
+def _list_of(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and all(x is None or ok(x) for x in v)
+
+
+def _list_text(expected: str, ok: Callable[[Any], bool]) -> Callable[[str, Any], str]:
+    def text(key: str, v: Any) -> str:
+        if isinstance(v, list):
+            j = next(j for j, x in enumerate(v) if not (x is None or ok(x)))
+            return f"{key}[{j}] must be {expected} or null; got {_show(v[j])}."
+        return f"\"{key}\" must be a list (one entry per forward output) or null; got {_show(v)}."
+    return text
+
+
+#: Node key -> (predicate, message maker). The message maker runs only for a value the predicate refused.
+_NODE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
+    "kind": _simple(_is_str, "a string (\"backward\", \"custom\" or \"leaf\")"),
+    "outputs": (lambda v: _records_ok(v, _OUTPUT, True),
+                lambda k, v: _records_text(v, _OUTPUT, True, k, "an output record {\"shape\", \"dtype\", \"device\"}")),
+    "saved": (lambda v: _records_ok(v, _SAVED, False),
+              lambda k, v: _records_text(v, _SAVED, False, k, "a saved-tensor record")),
+    "attrs": (lambda v: isinstance(v, dict) and _plain(v, 1),
+              lambda k, v: (_plain_text(v, k, 1) if isinstance(v, dict)
+                            else f"\"{k}\" must be an object or null; got {_show(v)}.")),
+    "saved_bytes": _simple(_nonneg_int, "a non-negative integer (bytes)"),
+    "tensor": (lambda v: isinstance(v, dict) and _fault(v, _LEAF, 1) is None,
+               lambda k, v: (_fault_text(v, _LEAF, _fault(v, _LEAF, 1), k, 1) if isinstance(v, dict)
+                             else f"\"{k}\" must be an object (the leaf tensor's record) or null; got {_show(v)}.")),
+    "source": _simple(_is_str, "a string such as \"model.py:42\""),
+    "code": _simple(_is_str, "a string (the source line's text)"),
+    "module": _simple(_is_str, "a string such as \"encoder.layers.3\" (\"\" = top level)"),
+    "out_stride": (_list_of(_dims), _list_text("a list of non-negative integers such as [3, 1]", _dims)),
+    "out_contiguous": (_list_of(_is_bool), _list_text("true or false", _is_bool)),
+    "seq": _simple(_is_int, "an integer"),
+    "fwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
+    "bwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
+    "grad_bytes": _simple(_nonneg_int, "a non-negative integer (bytes)"),
+    "lib_source": _simple(_is_str, "a string such as \"torch/nn/functional.py:6229\""),
+}
+_EDGE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
+    "output": _simple(_nonneg_int, "a non-negative integer (which forward output of the source flows)"),
+    "slot": _simple(_nonneg_int, "a non-negative integer (the position in the target's next_functions)"),
+    "shape": _simple(_dims, "a list of non-negative integers such as [8, 3]"),
+    "dtype": _simple(_is_str, "a string such as \"float32\""),
+    "also": (lambda v: _records_ok(v, _CONNECTION, False),
+             lambda k, v: _records_text(v, _CONNECTION, False, k, "a connection record {\"output\", \"slot\", "
+                                                                  "\"shape\", \"dtype\"}")),
+}
+_NODE_REQUIRED = ("id", "op")
+_EDGE_REQUIRED = ("source", "target")
 
 
 def validate_node(i: Optional[int], n: Any) -> None:
-    """Check one node record (as parsed JSON); raises :class:`SchemaError` naming the node and field."""
+    """Check one node record (as parsed JSON): every field has the type docs/schema.md gives it (or is null);
+    raises :class:`SchemaError` naming the node, the field and what to write instead."""
     if not isinstance(n, dict):
-        raise SchemaError(f"nodes[{i}] must be an object, got {type(n).__name__}.")
+        raise SchemaError(f"nodes[{i}] must be an object, got {_show(n)}.")
     nid = n.get("id")
-    at = _where(i, nid)
     if not _nonneg_int(nid):
-        raise SchemaError(f"nodes[{i}]: \"id\" must be a non-negative integer; got {nid!r:.40}.")
+        raise SchemaError(f"nodes[{i}]: \"id\" must be a non-negative integer (at most 2**53 - 1, the largest the "
+                          f"viewer holds exactly); got {_show(nid)}.")
     op = n.get("op")
     if not isinstance(op, str) or not op:
-        raise SchemaError(f"{at}: \"op\" is missing or not a string (every node names its op, e.g. "
-                          f"\"MulBackward0\").")
-    kind = n.get("kind")
-    _check_opt(kind, isinstance(kind, str), f"{at}: \"kind\"", "a string (backward/custom/leaf)")
-    outputs = n.get("outputs")
-    if outputs is not None:
-        if not isinstance(outputs, list):
-            raise SchemaError(f"{at}: \"outputs\" must be a list or null.")
-        for j, o in enumerate(outputs):
-            if o is None:
-                continue
-            if not isinstance(o, dict):
-                raise SchemaError(f"{at}: outputs[{j}] must be an object or null.")
-            _check_shape(o.get("shape"), f"{at}: outputs[{j}].shape")
-    saved = n.get("saved")
-    if saved is not None:
-        if not isinstance(saved, list):
-            raise SchemaError(f"{at}: \"saved\" must be a list of saved-tensor records.")
-        for j, s in enumerate(saved):
-            if not isinstance(s, dict):
-                raise SchemaError(f"{at}: saved[{j}] must be an object.")
-            _check_shape(s.get("shape"), f"{at}: saved[{j}].shape")
-            _check_shape(s.get("stride"), f"{at}: saved[{j}].stride")
-            for key in ("bytes", "storage_bytes"):
-                v = s.get(key)
-                _check_opt(v, _nonneg_int(v), f"{at}: saved[{j}].{key}", "a non-negative integer")
-            _check_opt(s.get("storage"), _is_int(s.get("storage")), f"{at}: saved[{j}].storage", "an integer")
-            packed = s.get("packed")
-            _check_opt(packed, packed in PACKED_KINDS, f"{at}: saved[{j}].packed", f"one of {PACKED_KINDS}")
-            for key in ("freed", "stale"):
-                _check_opt(s.get(key), isinstance(s.get(key), bool), f"{at}: saved[{j}].{key}", "true/false")
-    attrs = n.get("attrs")
-    _check_opt(attrs, isinstance(attrs, dict), f"{at}: \"attrs\"", "an object")
-    tensor = n.get("tensor")
-    if tensor is not None:
-        if not isinstance(tensor, dict):
-            raise SchemaError(f"{at}: \"tensor\" must be an object or null.")
-        _check_shape(tensor.get("shape"), f"{at}: tensor.shape")
-        _check_opt(tensor.get("storage"), _is_int(tensor.get("storage")), f"{at}: tensor.storage", "an integer")
-    for key in ("saved_bytes", "grad_bytes"):
-        v = n.get(key)
-        _check_opt(v, _nonneg_int(v), f"{at}: \"{key}\"", "a non-negative integer")
-    for key in ("fwd_ms", "bwd_ms"):
-        v = n.get(key)
-        _check_opt(v, _nonneg_num(v), f"{at}: \"{key}\"", "a finite non-negative number")
-    seq = n.get("seq")
-    _check_opt(seq, _is_int(seq), f"{at}: \"seq\"", "an integer")
-    for key in ("source", "code", "module", "lib_source"):
-        v = n.get(key)
-        _check_opt(v, isinstance(v, str), f"{at}: \"{key}\"", "a string")
-    for key in ("out_stride", "out_contiguous"):
-        v = n.get(key)
-        _check_opt(v, isinstance(v, list), f"{at}: \"{key}\"", "a list")
-    _check_finite(n, at)
+        raise SchemaError(f"{_where(i, nid)}: \"op\" is missing or not a string (every node names its op, e.g. "
+                          f"\"MulBackward0\"); got {_show(op)}.")
+    for key, v in n.items():
+        if v is None:
+            continue
+        check = _NODE.get(key)
+        if check is None:
+            if key not in _NODE_REQUIRED and not _plain(v, 1):  # dropped on load, but no NaN or deep nesting
+                raise SchemaError(f"{_where(i, nid)}: {_plain_text(v, str(key), 1)}")
+        elif not check[0](v):
+            raise SchemaError(f"{_where(i, nid)}: {check[1](key, v)}")
 
 
 def validate_edge(k: int, e: Any, ids: set) -> Tuple[int, int]:
-    """Check one edge record; returns ``(source, target)``."""
+    """Check one edge record (every field typed as docs/schema.md says, or null); returns ``(source, target)``."""
     if not isinstance(e, dict):
-        raise SchemaError(f"edges[{k}] must be an object, got {type(e).__name__}.")
+        raise SchemaError(f"edges[{k}] must be an object, got {_show(e)}.")
     u, v = e.get("source"), e.get("target")
-    if not _is_int(u) or not _is_int(v):
-        raise SchemaError(f"edges[{k}]: \"source\" and \"target\" must be node ids (integers); got {u!r}, {v!r}.")
+    if not _nonneg_int(u) or not _nonneg_int(v):
+        raise SchemaError(f"edges[{k}]: \"source\" and \"target\" must be node ids (non-negative integers); got "
+                          f"{_show(u)}, {_show(v)}.")
     if u not in ids or v not in ids:
         missing = u if u not in ids else v
         raise SchemaError(f"edges[{k}] ({u} -> {v}) names node {missing}, which is not in \"nodes\".")
     if u == v:
         raise SchemaError(f"edges[{k}] is a self-loop on node {u}; an autograd graph has none.")
-    _check_shape(e.get("shape"), f"edges[{k}].shape")
-    also = e.get("also")
-    _check_opt(also, isinstance(also, list), f"edges[{k}].also", "a list")
-    _check_finite(e, f"edges[{k}]")
+    for key, x in e.items():
+        if x is None:
+            continue
+        check = _EDGE.get(key)
+        if check is None:
+            if key not in _EDGE_REQUIRED and not _plain(x, 1):
+                raise SchemaError(f"edges[{k}] ({u} -> {v}): {_plain_text(x, str(key), 1)}")
+        elif not check[0](x):
+            raise SchemaError(f"edges[{k}] ({u} -> {v}): {check[1](key, x)}")
     return u, v  # type: ignore[return-value]  # both checked to be ints above
+
+
+_TIMING: _Spec = {
+    **{key: (_is_num, "a finite number (milliseconds)") for key in
+       ("forward_ms", "backward_ms", "unattributed_ms", "forward_ops_ms", "backward_nodes_ms")},
+    "repeat": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    "warmup": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "runs_used": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "device": (_is_str, "a string such as \"cpu\""), "clock": _STR, "stat": (_is_str, "a string such as \"median\""),
+    "cross_check": (lambda v: isinstance(v, dict) and _plain(v, 2), "an object"),
+}
+_META: _Spec = {
+    "torch": (_is_str, "a string such as \"2.13.0\""), "title": _STR,
+    "roots": (lambda v: isinstance(v, list) and all(_nonneg_int(r) for r in v), "a list of node ids"),
+    "traced": _BOOL, "timed": _BOOL,
+    "timing": (lambda v: isinstance(v, dict) and _fault(v, _TIMING, 1) is None, "an object (docs/timing.md)"),
+}
+
+
+def _check_meta(meta: Dict[str, Any]) -> None:
+    key = _fault(meta, _META, 0)
+    if key is None:
+        return
+    timing = meta[key]
+    if key == "timing" and isinstance(timing, dict):
+        sub = _fault(timing, _TIMING, 1)
+        if sub == "cross_check" and isinstance(timing[sub], dict):
+            raise SchemaError(_plain_text(timing[sub], "meta.timing.cross_check", 2))
+        raise SchemaError(_fault_text(timing, _TIMING, sub, "meta.timing", 1))
+    raise SchemaError(_fault_text(meta, _META, key, "meta", 0))
 
 
 def validate(doc: Any) -> Dict[str, Any]:
     """Check a parsed graph document against this schema and return it.
 
-    Raises :class:`SchemaError` (a ``ValueError``) naming the node and the field for: a wrong ``format`` or an
-    unsupported ``version``, nodes without ``op``, wrongly typed fields (``saved``, ``timing``, shapes, sizes), NaN
-    or infinite numbers, duplicate ids, edges to unknown nodes, self-loops, cycles and absurd nesting.
+    Raises :class:`SchemaError` (a ``ValueError``) naming the node and the field, and what to write instead, for: a
+    wrong ``format`` or an unsupported ``version``, nodes without ``op``, any field whose type is not the one
+    docs/schema.md gives it (strings, lists of non-negative integers, true/false, numbers: in nodes, saved tensors,
+    leaf tensors, outputs, edges and ``meta``), integers past 2**53 - 1 where the viewer needs them exact, NaN or
+    infinite numbers, duplicate ids, edges to unknown nodes, self-loops, cycles and absurd nesting.
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         hint = " (a diff: use graphwidget.load_json, which reads both)" if got == DIFF_FORMAT else ""
-        raise SchemaError(f"not a graphwidget graph: \"format\" is {got!r}, expected {FORMAT!r}{hint}.")
+        raise SchemaError(f"not a graphwidget graph: \"format\" is {got!r:.60}, expected {FORMAT!r}{hint}.")
     version = doc.get("version")
-    if version != VERSION:
-        newer = isinstance(version, int) and version > VERSION
+    if version != VERSION or type(version) is not int:
+        newer = type(version) is int and version > VERSION
         raise SchemaError(
-            f"graph schema version {version!r} is not supported by this release (it reads version {VERSION})"
+            f"graph schema version {version!r:.20} is not supported by this release (it reads version {VERSION})"
             + ("; upgrade graphwidget." if newer else "."))
     meta = doc.get("meta")
     if meta is not None and not isinstance(meta, dict):
-        raise SchemaError("\"meta\" must be an object.")
+        raise SchemaError(f"\"meta\" must be an object; got {_show(meta)}.")
     meta = meta or {}
+    _check_meta(meta)
     roots = meta.get("roots")
-    _check_opt(roots, isinstance(roots, list) and all(_is_int(r) for r in roots), "meta.roots", "a list of ids")
-    timing = meta.get("timing")
-    if timing is not None:
-        if not isinstance(timing, dict):
-            raise SchemaError(f"meta.timing must be an object or null; got {type(timing).__name__}.")
-        for key in ("forward_ms", "backward_ms", "unattributed_ms", "forward_ops_ms", "backward_nodes_ms"):
-            v = timing.get(key)
-            _check_opt(v, _is_num(v), f"meta.timing.{key}", "a finite number")
-        for key, least in (("repeat", 1), ("warmup", 0), ("runs_used", 0)):
-            v = timing.get(key)
-            ok = isinstance(v, int) and not isinstance(v, bool) and v >= least
-            _check_opt(v, ok, f"meta.timing.{key}", f"an integer >= {least}")
-        for key in ("device", "clock", "stat"):
-            v = timing.get(key)
-            _check_opt(v, isinstance(v, str), f"meta.timing.{key}", "a string")
-        v = timing.get("cross_check")
-        _check_opt(v, isinstance(v, dict), "meta.timing.cross_check", "an object")
-    _check_finite(meta, "meta")
     nodes, edges = doc.get("nodes"), doc.get("edges")
     if not isinstance(nodes, list) or not isinstance(edges, list):
         raise SchemaError("a graph document needs \"nodes\" and \"edges\" lists.")
@@ -268,29 +462,156 @@ def validate(doc: Any) -> Dict[str, Any]:
     return doc
 
 
+_FINDING: _Spec = {
+    "rule": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "severity": (lambda v: v in FINDING_SEVERITIES, " or ".join(f'"{s}"' for s in FINDING_SEVERITIES)),
+    "nodes": (lambda v: isinstance(v, list) and all(_nonneg_int(n) for n in v), "a list of node ids"),
+    "message": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "source": _STR, "code": _STR, "module": _STR, "suggestion": _STR,
+    "evidence": (lambda v: isinstance(v, dict) and _plain(v, 2), "an object"),
+}
+
+
 def validate_findings(findings: Any, ids: set) -> None:
     """Check the advisor's ``"findings"`` list (the views render it as text; node ids must exist)."""
     if not isinstance(findings, list):
-        raise SchemaError(f"\"findings\" must be a list of finding objects or null; got {type(findings).__name__}.")
+        raise SchemaError(f"\"findings\" must be a list of finding objects or null; got {_show(findings)}.")
     for j, f in enumerate(findings):
-        at = f"findings[{j}]"
         if not isinstance(f, dict):
-            raise SchemaError(f"{at} must be an object with keys {', '.join(FINDING_KEYS)}.")
+            raise SchemaError(f"findings[{j}] must be an object with keys {', '.join(FINDING_KEYS)}; "
+                              f"got {_show(f)}.")
         for key in ("rule", "message"):
             if not isinstance(f.get(key), str) or not f.get(key):
-                raise SchemaError(f"{at}: \"{key}\" is missing or not a string.")
+                raise SchemaError(f"findings[{j}]: \"{key}\" is missing or not a string; got {_show(f.get(key))}.")
         if f.get("severity") not in FINDING_SEVERITIES:
-            raise SchemaError(f"{at}: \"severity\" must be one of {FINDING_SEVERITIES}; got {f.get('severity')!r:.40}.")
+            raise SchemaError(f"findings[{j}]: \"severity\" must be one of {FINDING_SEVERITIES}; "
+                              f"got {_show(f.get('severity'))}.")
         nodes = f.get("nodes")
-        if not isinstance(nodes, list) or not all(_is_int(n) for n in nodes):
-            raise SchemaError(f"{at}: \"nodes\" must be a list of node ids.")
+        if not isinstance(nodes, list) or not all(_nonneg_int(n) for n in nodes):
+            raise SchemaError(f"findings[{j}]: \"nodes\" must be a list of node ids; got {_show(nodes)}.")
         missing = [n for n in nodes if n not in ids]
         if missing:
-            raise SchemaError(f"{at} names node {missing[0]}, which is not in \"nodes\".")
-        for key in ("source", "code", "module", "suggestion"):
-            _check_opt(f.get(key), isinstance(f.get(key), str), f"{at}: \"{key}\"", "a string")
-        _check_opt(f.get("evidence"), isinstance(f.get("evidence"), dict), f"{at}: \"evidence\"", "an object")
-        _check_finite(f, at)
+            raise SchemaError(f"findings[{j}] names node {missing[0]}, which is not in \"nodes\".")
+        key = _fault(f, _FINDING, 1)
+        if key is not None:
+            if key == "evidence" and isinstance(f[key], dict):
+                raise SchemaError(_plain_text(f[key], f"findings[{j}].evidence", 2))
+            raise SchemaError(_fault_text(f, _FINDING, key, f"findings[{j}]", 1))
+
+
+#: Keys of a diff document's ``summary`` that hold per-side totals (``"a"``, ``"b"``) and their comparison.
+DIFF_TOTALS = ("a", "b", "delta", "ratio")
+#: Top-level keys of a diff document (docs/diff.md), besides ``format`` and ``version``.
+DIFF_KEYS = ("labels", "a", "b", "matched", "changed", "removed", "added", "summary", "changes", "findings")
+
+
+def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
+    """Check a ``"graphwidget-diff"`` document's own fields (docs/diff.md; its graphs ``a`` and ``b`` are checked
+    by :func:`validate`, ``ids_a`` / ``ids_b`` are their node ids): ``matched`` pairs of ids that exist, no node
+    matched twice; ``removed`` / ``added`` ids that exist, every node matched once or removed (A) / added (B);
+    ``changed`` entries ``[a_id, b_id, [field, ...]]`` among the matched pairs, each pair once; ``summary`` an object
+    of totals (numbers or null) and counts, its ``timing`` and ``equivalence`` objects of plain JSON (finite numbers,
+    strings, true/false, null, lists, objects; nested at most :data:`MAX_DEPTH` levels: their keys are not fixed
+    here); ``changes`` and ``findings`` (recomputed on load) plain JSON. Raises :class:`SchemaError` saying what is
+    wrong and what to write; builds no string while nothing is."""
+    matched = doc.get("matched")
+    if not isinstance(matched, list):
+        raise SchemaError(f"\"matched\" must be a list of [a_id, b_id] pairs (docs/diff.md); got {_show(matched)}.")
+    pair_of: Dict[int, int] = {}  # A id -> index into matched
+    in_b: Dict[int, int] = {}  # B id -> index into matched
+    for j, p in enumerate(matched):
+        if not isinstance(p, list) or len(p) != 2 or not _nonneg_int(p[0]) or not _nonneg_int(p[1]):
+            raise SchemaError(f"matched[{j}] must be a pair [a_id, b_id] of node ids; got {_show(p)}.")
+        x, y = p
+        if x not in ids_a or y not in ids_b:
+            side, bad = ("A", x) if x not in ids_a else ("B", y)
+            raise SchemaError(f"matched[{j}] names node {bad} of {side}, which is not in that graph "
+                              f"(\"{side.lower()}\"); pair only nodes both graphs have.")
+        if x in pair_of or y in in_b:
+            side, bad, k = ("A", x, pair_of[x]) if x in pair_of else ("B", y, in_b[y])
+            raise SchemaError(f"node {bad} of {side} is matched twice (matched[{k}] and matched[{j}]); a node is "
+                              f"matched to at most one node of the other graph.")
+        pair_of[x] = j
+        in_b[y] = j
+    for key, side, ids, paired, other in (("removed", "A", ids_a, pair_of, "matched once or removed"),
+                                          ("added", "B", ids_b, in_b, "matched once or added")):
+        listed = doc.get(key)
+        if not isinstance(listed, list):
+            raise SchemaError(f"\"{key}\" must be a list of node ids of {side}; got {_show(listed)}.")
+        seen: set = set()
+        for j, x in enumerate(listed):
+            if not _nonneg_int(x) or x not in ids:
+                raise SchemaError(f"{key}[{j}] names node {_show(x)} of {side}, which is not in that graph; every "
+                                  f"node of {side} is {other}.")
+            if x in paired or x in seen:
+                where = f"matched[{paired[x]}]" if x in paired else f"\"{key}\" twice"
+                raise SchemaError(f"node {x} of {side} is in {key}[{j}] and {where}; every node of {side} is {other}.")
+            seen.add(x)
+        if len(paired) + len(seen) != len(ids):
+            left = sorted(i for i in ids if i not in paired and i not in seen)
+            raise SchemaError(f"nodes {left[:5]}{'...' if len(left) > 5 else ''} of {side} are neither matched nor "
+                              f"{key}; every node of {side} is {other}.")
+    changed = doc.get("changed")
+    if changed is not None:
+        if not isinstance(changed, list):
+            raise SchemaError(f"\"changed\" must be a list of [a_id, b_id, [field, ...]] entries; got "
+                              f"{_show(changed)}.")
+        once: set = set()
+        for j, c in enumerate(changed):
+            if (not isinstance(c, list) or len(c) != 3 or not _nonneg_int(c[0]) or not _nonneg_int(c[1])
+                    or not isinstance(c[2], list) or not all(isinstance(f, str) and f for f in c[2])):
+                raise SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]] (node ids, then the names "
+                                  f"of the fields that differ); changed[{j}] is {_show(c)}.")
+            at = pair_of.get(c[0])
+            if at is None or matched[at][1] != c[1]:
+                raise SchemaError(f"\"changed\" names the pair {c[:2]}, which is not in \"matched\" "
+                                  f"(changed[{j}]); list only matched pairs.")
+            if c[0] in once:
+                raise SchemaError(f"changed[{j}]: the pair {c[:2]} is listed twice; list each pair once with all "
+                                  f"its fields.")
+            once.add(c[0])
+    _check_diff_summary(doc.get("summary"))
+    for key in ("changes", "findings"):
+        v = doc.get(key)
+        if v is not None and (not isinstance(v, dict) or not _plain(v, 1)):
+            raise SchemaError(f"\"{key}\" (recomputed on load) must be an object or null; got {_show(v)}."
+                              if not isinstance(v, dict) else _plain_text(v, key, 1))
+    for key, v in doc.items():
+        if key not in DIFF_KEYS and key not in ("format", "version") and not _plain(v, 1):
+            raise SchemaError(_plain_text(v, str(key), 1))
+
+
+def _check_diff_summary(summary: Any) -> None:
+    if summary is None:
+        return
+    if not isinstance(summary, dict):
+        raise SchemaError(f"\"summary\" must be an object (docs/diff.md) or null; got {_show(summary)}.")
+    for key, v in summary.items():
+        if v is None:
+            continue
+        at = f"summary.{key}"
+        if key in DIFF_TOTALS:
+            if not isinstance(v, dict):
+                raise SchemaError(f"{at} must be an object of totals (nodes, edges, saved_bytes, ...) or null; "
+                                  f"got {_show(v)}.")
+            bad = next((k for k, x in v.items() if x is not None and not _is_num(x)), None)
+            if bad is not None:
+                raise SchemaError(f"{at}.{bad} must be a finite number or null; got {_show(v[bad])}.")
+        elif key == "counts":
+            if not isinstance(v, dict):
+                raise SchemaError(f"{at} must be an object of counts (matched, changed, added, removed) or null; "
+                                  f"got {_show(v)}.")
+            bad = next((k for k, x in v.items() if x is not None and not _nonneg_int(x)), None)
+            if bad is not None:
+                raise SchemaError(f"{at}.{bad} must be a non-negative integer or null; got {_show(v[bad])}.")
+        elif key in ("timing", "equivalence"):
+            # their contents are being redesigned: only plain JSON is required here, not a key set
+            if not isinstance(v, dict):
+                raise SchemaError(f"{at} must be an object or null; got {_show(v)}.")
+            if not _plain(v, 2):
+                raise SchemaError(_plain_text(v, at, 2))
+        elif not _plain(v, 2):
+            raise SchemaError(_plain_text(v, at, 2))
 
 
 def unknown_node_keys(nodes: List[Dict[str, Any]]) -> List[str]:

@@ -1,7 +1,9 @@
 """Plotly figures of a graph's numbers: time per op/module/line, the slowest nodes, a Pareto curve, saved memory.
 
-plotly is imported on first use (``gw.profile`` does not pay for it). :func:`html_fragment` embeds figures in an
-offline page with plotly.js inlined from the installed package (never a CDN; see :mod:`.plotly_inline`).
+plotly is imported on first use (``gw.profile`` does not pay for it). Every figure comes back with its text (op
+names, source lines and module paths from the graph, titles) escaped (:func:`.plotly_inline.escape_labels`).
+:func:`html_fragment` embeds figures in an offline page with plotly.js inlined from the installed package (never a
+CDN; see :mod:`.plotly_inline`).
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def time_by(graph: GradGraph, group: str = "op", top: int = 15) -> Any:
     _stacked(fig, *_bars_by(graph, group, top))
     fig.update_layout(barmode="stack", title=f"Time by {group}", xaxis_title="ms",
                       height=max(300, 28 * (top + 3)), margin=dict(l=10))
-    return fig
+    return escape_labels(fig)
 
 
 def _node_label(n: int, d: Dict[str, Any]) -> str:
@@ -89,7 +91,7 @@ def top_nodes(graph: GradGraph, top: int = 20, by: str = "total") -> Any:
              [r["fwd_ms"] or 0.0 for r in rows], [r["bwd_ms"] or 0.0 for r in rows])
     fig.update_layout(barmode="stack", title=f"Top {len(rows)} nodes", xaxis_title="ms",
                       height=max(300, 28 * (len(rows) + 3)), margin=dict(l=10))
-    return fig
+    return escape_labels(fig)
 
 
 def _pareto_data(graph: GradGraph, phase: str, top: int) -> Tuple[List[str], List[float], List[float]]:
@@ -117,7 +119,7 @@ def pareto(graph: GradGraph, phase: str = "bwd_ms", top: int = 40) -> Any:
     fig.update_yaxes(title_text="ms", secondary_y=False)
     fig.update_yaxes(title_text="cumulative % of all nodes", range=[0, 100], secondary_y=True)
     fig.update_layout(title=f"Pareto of nodes by {phase}", xaxis_tickangle=-45)
-    return fig
+    return escape_labels(fig)
 
 
 def memory(graph: GradGraph, top: int = 15) -> Any:
@@ -133,7 +135,7 @@ def memory(graph: GradGraph, top: int = 15) -> Any:
                              hovertemplate="%{y}: %{x:.2f} MiB<extra></extra>"), row=1, col=col)
     fig.update_xaxes(title_text="MiB saved for backward")
     fig.update_layout(title="Memory saved for backward", height=max(300, 28 * (top + 3)))
-    return fig
+    return escape_labels(fig)
 
 
 def dashboard(graph: GradGraph, top: int = 12) -> Any:
@@ -159,7 +161,7 @@ def dashboard(graph: GradGraph, top: int = 12) -> Any:
     fig.update_layout(barmode="stack", height=900,
                       title=f"forward {t.get('forward_ms') or 0:.2f} ms, backward {t.get('backward_ms') or 0:.2f} ms "
                             f"(engine between nodes {t.get('unattributed_ms') or 0:.2f} ms)")
-    return fig
+    return escape_labels(fig)
 
 
 _KINDS: Dict[str, Callable[..., Any]] = {

@@ -2,7 +2,8 @@
 
 The page inlines the viewer bundle (its CSS is inside it) and the graph as gzip + base64 (base64 has no ``<``, ``>``
 or ``&``, so no string in the graph can close the script element it sits in). A Content-Security-Policy forbids
-every fetch, so even a hostile string that somehow became markup could not load anything.
+every fetch, every form submission and any <base> element, so even a hostile string that somehow became markup
+could not load anything, send anything or redirect the page's relative URLs.
 """
 from __future__ import annotations
 
@@ -20,9 +21,13 @@ from .plotly_inline import figures_html
 __all__ = ["export_html", "render_html"]
 
 # 'unsafe-inline' is what inline <script> elements need; nothing may be fetched (default-src 'none'), the layout
-# worker starts from a blob: URL.
+# worker starts from a blob: URL. default-src does not cover navigation or the document's base URL, so: no form may
+# be submitted anywhere (form-action 'none'), and no <base> element may redirect relative URLs (base-uri 'none').
+# Not written, because a policy in a <meta> element (the only kind a file can carry) cannot hold them and browsers
+# ignore them there: frame-ancestors, sandbox, report-uri/report-to. Nor navigate-to (it would have limited where
+# links and scripts navigate): it was removed from the CSP specification (w3c/webappsec-csp#564) and never shipped.
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; worker-src blob:; "
-       "img-src data: blob:; font-src data:")
+       "img-src data: blob:; font-src data:; form-action 'none'; base-uri 'none'")
 
 
 def _inline_script(js: str) -> str:

@@ -1,12 +1,23 @@
 """The one place that puts plotly figures into offline HTML: plotly.js inlined from the installed ``plotly``
-package (never a CDN), once per page, and every text label escaped so that names from a graph (op names, source
-paths, module paths) cannot become markup — plotly renders a subset of HTML (``<a href>``, ``<b>``) in labels."""
+package (never a CDN), once per page, and every text plotly draws escaped so that names from a graph (op names,
+source paths, module paths, a diff's labels) cannot become markup — plotly renders a subset of HTML (``<a href>``,
+``<b>``) in titles, axis titles, tick labels, hover text and legend names."""
 from __future__ import annotations
 
 import html
 from typing import Any, List, Sequence
 
-_TEXT_PROPS = ("x", "y", "text", "hovertext", "labels", "ids", "customdata", "name")
+#: Keys whose string values plotly draws as text, and text may carry a subset of HTML (``<a href>``, ``<b>``,
+#: ``<br>``): in traces (category data, hover text, labels, legend names, colour-bar and legend-group titles) and in
+#: the layout (the title, axis titles and tick labels, annotations such as subplot titles, the legend title, menus).
+#: Lists inherit their key (``"x": [...]``); ``legendgroup`` is not drawn but is escaped like the ``name`` it
+#: usually repeats (no markup left in the figure). Templates (``hovertemplate``, ``texttemplate``) are left alone:
+#: they are markup by design (``<extra>``) and written by graphwidget, and the values they show are escaped here.
+TEXT_KEYS = frozenset({
+    "x", "y", "z", "text", "hovertext", "labels", "ids", "customdata", "name", "legendgroup", "parents", "values",
+    "header", "title", "ticktext", "tickvals", "categoryarray", "tickprefix", "ticksuffix", "label", "prefix",
+    "suffix",
+})
 
 
 def plotlyjs() -> str:
@@ -15,17 +26,31 @@ def plotlyjs() -> str:
     return get_plotlyjs()
 
 
-def _esc(v: Any) -> Any:
+def _esc(v: Any, key: Any = None) -> Any:
+    """``v`` with ``<``, ``>`` and ``&`` escaped in every string that sits under one of :data:`TEXT_KEYS`; ``v``
+    itself (the same object) when nothing needed escaping."""
     if isinstance(v, str):
-        return html.escape(v, quote=False)
+        if key in TEXT_KEYS and ("<" in v or ">" in v or "&" in v):
+            return html.escape(v, quote=False)
+        return v
+    if isinstance(v, dict):
+        out = {k: _esc(x, k) for k, x in v.items()}
+        return out if any(out[k] is not x for k, x in v.items()) else v
+    if hasattr(v, "tolist") and getattr(getattr(v, "dtype", None), "kind", "") in ("O", "U", "S"):
+        listed = v.tolist()  # numpy arrays of strings (of numbers: nothing to escape)
+        esc = _esc(listed, key)
+        return esc if esc is not listed else v
     if isinstance(v, (list, tuple)):
-        return type(v)(_esc(x) for x in v)
+        items = [_esc(x, key) for x in v]
+        return type(v)(items) if any(a is not b for a, b in zip(items, v)) else v
     return v
 
 
-# Escaping is applied by charts.figure() and again by figures_html() (a figure may come from either) and must
-# happen once per trace: twice turns "&lt;" into "&amp;lt;" and the chart shows entity codes. The mark lives in the
-# trace's own ``meta`` (a dict), so it survives copies of the figure (go.Figure(fig), fig.to_dict()).
+# Escaping is applied by charts.figure(), diff_figure.figure() and again by figures_html() (a figure may come from
+# any) and must happen once per string: twice turns "&lt;" into "&amp;lt;" and the chart shows entity codes. A
+# trace is marked in its own ``meta`` (a dict), so the mark survives copies (go.Figure(fig), fig.to_dict()). The
+# layout changes after the fact (fig.update_layout(title=...)), so its mark records each escaped string by its place:
+# a string that is not the one escaped there is new, and is escaped.
 _MARK = "graphwidget_labels_escaped"
 
 
@@ -34,34 +59,68 @@ def _is_escaped(tr: Any) -> bool:
     return (isinstance(meta, dict) and bool(meta.get(_MARK))) or bool(getattr(tr, "_graphwidget_escaped", False))
 
 
-def _mark_escaped(tr: Any) -> None:
+def _mark_escaped(tr: Any, value: Any = True) -> None:
     meta = getattr(tr, "meta", None)
     if meta is None or isinstance(meta, dict):
-        tr.meta = {**(meta or {}), _MARK: True}
+        tr.meta = {**(meta or {}), _MARK: value}
     else:  # the user's own meta (a list, a string): keep it, mark the object instead
-        tr._graphwidget_escaped = True
+        tr._graphwidget_escaped = value
+
+
+def _escape_trace(tr: Any) -> None:
+    data = tr.to_plotly_json()
+    for key, v in data.items():
+        if key in ("meta", "type", "uid"):
+            continue
+        esc = _esc(v, key)
+        if esc is not v:
+            tr[key] = esc
+
+
+def _escape_layout(layout: Any) -> None:
+    meta = getattr(layout, "meta", None)
+    done = meta.get(_MARK) if isinstance(meta, dict) else getattr(layout, "_graphwidget_escaped", None)
+    done = dict(done) if isinstance(done, dict) else {}
+    data = layout.to_plotly_json()
+    changed: dict = {}
+
+    def walk(v: Any, key: Any, path: str) -> Any:
+        if isinstance(v, str):
+            if key not in TEXT_KEYS or done.get(path) == v or not ("<" in v or ">" in v or "&" in v):
+                return v
+            done[path] = esc = html.escape(v, quote=False)
+            return esc
+        if isinstance(v, dict):
+            out = {k: walk(x, k, f"{path}.{k}") for k, x in v.items()}
+            return out if any(out[k] is not x for k, x in v.items()) else v
+        if isinstance(v, (list, tuple)):
+            items = [walk(x, key, f"{path}.{j}") for j, x in enumerate(v)]
+            return type(v)(items) if any(a is not b for a, b in zip(items, v)) else v
+        return v
+
+    for key, v in data.items():
+        if key in ("template", "meta"):
+            continue
+        esc = walk(v, key, str(key))
+        if esc is not v:
+            changed[key] = esc
+    for key, esc in changed.items():
+        layout[key] = esc
+    if changed:
+        _mark_escaped(layout, done)
 
 
 def escape_labels(fig: Any) -> Any:
-    """Escape ``<``, ``>`` and ``&`` in every string plotly would render as text (trace data and names, axis tick
-    labels and titles), once per trace (calling it again, or after adding traces, escapes only the new ones).
-    Returns the same figure."""
+    """Escape ``<``, ``>`` and ``&`` in every string plotly would render as text (:data:`TEXT_KEYS`: trace data,
+    names and hover text; the title, axis titles, tick labels, annotations and legend title of the layout), once
+    (calling it again, or after adding traces or changing the title, escapes only what is new). Returns the same
+    figure."""
     for tr in fig.data:
         if _is_escaped(tr):
             continue
         _mark_escaped(tr)
-        for prop in _TEXT_PROPS:
-            try:
-                v = getattr(tr, prop)
-            except AttributeError:
-                continue
-            if v is None:
-                continue
-            if hasattr(v, "tolist"):
-                v = v.tolist()
-            esc = _esc(v)
-            if esc != v:
-                tr[prop] = esc
+        _escape_trace(tr)
+    _escape_layout(fig.layout)
     return fig
 
 

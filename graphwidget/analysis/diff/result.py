@@ -299,26 +299,17 @@ def _build(ga: GradGraph, gb: GradGraph, labels: Sequence[str], equivalence: Opt
 
 
 # -- reading --------------------------------------------------------------------------------------------------------
-def _ids(v: Any, what: str, ids: set) -> List[int]:
-    if not isinstance(v, list):
-        raise schema.SchemaError(f"{what} must be a list of node ids.")
-    for x in v:
-        if not isinstance(x, int) or isinstance(x, bool) or x not in ids:
-            raise schema.SchemaError(f"{what} names node {x!r:.40}, which is not in that graph.")
-    return v
-
-
 def _from_dict(cls: type, data: Any, who: str) -> Diff:
     def fail(msg: str) -> schema.SchemaError:
         return schema.SchemaError(f"{who}: {msg}")
 
     if not isinstance(data, dict) or data.get("format") != schema.DIFF_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise fail(f"not a graphwidget diff: \"format\" is {got!r}, expected {schema.DIFF_FORMAT!r}.")
+        raise fail(f"not a graphwidget diff: \"format\" is {got!r:.60}, expected {schema.DIFF_FORMAT!r}.")
     version = data.get("version")
-    if version != schema.DIFF_VERSION:
-        newer = isinstance(version, int) and version > schema.DIFF_VERSION
-        raise fail(f"diff version {version!r} is not supported by this release (it reads version "
+    if version != schema.DIFF_VERSION or type(version) is not int:
+        newer = type(version) is int and version > schema.DIFF_VERSION
+        raise fail(f"diff version {version!r:.20} is not supported by this release (it reads version "
                    f"{schema.DIFF_VERSION})" + ("; upgrade graphwidget." if newer else "."))
     try:
         labels = check_labels(data.get("labels", ["A", "B"]), "labels")
@@ -330,39 +321,11 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
             raise fail(f"\"{side}\" must be a graph document (docs/schema.md).")
         graphs.append(io.from_dict(data[side], who=f"{who}: graph {side!r}"))
     ga, gb = graphs
-    ids_a, ids_b = set(ga.nx.nodes), set(gb.nx.nodes)
     try:
-        matched_raw = data.get("matched")
-        if not isinstance(matched_raw, list) or not all(isinstance(p, list) and len(p) == 2 for p in matched_raw):
-            raise schema.SchemaError("\"matched\" must be a list of [a_id, b_id] pairs.")
-        _ids([p[0] for p in matched_raw], "matched (A side)", ids_a)
-        _ids([p[1] for p in matched_raw], "matched (B side)", ids_b)
-        matched = [(p[0], p[1]) for p in matched_raw]
-        removed = _ids(data.get("removed"), "removed", ids_a)
-        added = _ids(data.get("added"), "added", ids_b)
-        in_a = [x for x, _ in matched] + removed
-        in_b = [y for _, y in matched] + added
-        if len(set(in_a)) != len(in_a) or set(in_a) != ids_a:
-            raise schema.SchemaError("every node of A must be either matched once or removed.")
-        if len(set(in_b)) != len(in_b) or set(in_b) != ids_b:
-            raise schema.SchemaError("every node of B must be either matched once or added.")
-        pairs = set(matched)
-        changed = []
-        for c in data.get("changed") or []:
-            if (not isinstance(c, list) or len(c) != 3 or not isinstance(c[2], list)
-                    or not all(isinstance(f, str) for f in c[2])):
-                raise schema.SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]]; got {c!r:.60}.")
-            if (c[0], c[1]) not in pairs:
-                raise schema.SchemaError(f"\"changed\" names the pair {c[:2]}, which is not in \"matched\".")
-            changed.append((c[0], c[1], c[2]))
+        schema.validate_diff(data, set(ga.nx.nodes), set(gb.nx.nodes))
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
-    raw = data.get("summary")
-    summary: Dict[str, Any] = raw if isinstance(raw, dict) else {}
-    equivalence, timing = summary.get("equivalence"), summary.get("timing")
-    if equivalence is not None and not isinstance(equivalence, dict):
-        raise fail("summary.equivalence must be an object or null.")
-    if timing is not None and not isinstance(timing, dict):
-        raise fail("summary.timing must be an object or null.")
-    return cls(ga, gb, labels=labels, matched=matched, changed=changed, removed=removed, added=added,
-               equivalence=equivalence, timing=timing)
+    summary: Dict[str, Any] = data.get("summary") or {}
+    return cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
+               changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
+               added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))

@@ -54,13 +54,20 @@ def test_python_diff_renders_with_its_statuses_counterparts_and_verdicts(watched
     api(page, f"a.select({rep}, 'a')")
     assert api(page, "a.selected('b')") is None
     assert "no counterpart" in api(page, "a.inspectorText()").lower()
-    # the summary strip carries the verdicts in Python's words and numbers
+    # the summary strip leads with Python's sentence, then carries the verdicts in Python's words and numbers
     summary = api(page, "a.summaryText()")
+    assert summary.splitlines()[0] == d.sentence()
+    sentence = page.locator(".gw-diff-sentence")
+    assert sentence.inner_text() == d.sentence() and sentence.is_visible()
     assert "equivalent" in summary.lower()
     t = d.timing
-    # the strip prints the ratio to 3 significant digits ("backward B/A ×0.148 [0.137–1.53]"): read it back
-    shown = re.search(r"backward B/A ×([0-9.]+)", summary)
+    # the strip prints the whole step's ratio to 3 significant digits ("whole step B/A ×0.148 [0.137–1.53]"), the
+    # one the verdict uses (its definition on hover): read it back
+    shown = re.search(r"whole step B/A ×([0-9.]+)", summary)
     assert shown and float(shown.group(1)) == pytest.approx(t["ratio"], rel=0.01) and t["verdict"] in summary
+    assert "median over interleaved rounds" in page.locator(".gw-sum-timing").get_attribute("title")
+    # node counts mislead: their change is never coloured as worse or better
+    assert "gw-same" in page.locator("[data-key=nodes] .gw-sum-delta").get_attribute("class")
     changes = api(page, "a.changesText()")
     assert "RepeatBackward0" in changes and "UnsqueezeBackward0" in changes
     w.assert_clean()

@@ -80,17 +80,18 @@ function totals(v: unknown): DiffTotals {
 
 function summaryOf(o: Obj): DiffSummary {
   const t = o.timing && typeof o.timing === "object" ? obj(o.timing) : null;
-  const timing: DiffTiming | null = t ? { ratio: num(t.ratio), low: num(t.low), high: num(t.high), runs: num(t.runs), verdict: str(t.verdict) } : null;
+  const timing: DiffTiming | null = t ? { ratio: num(t.ratio), low: num(t.low), high: num(t.high), runs: num(t.runs), verdict: str(t.verdict),
+    clock: str(t.clock) } : null;
   const e = o.equivalence && typeof o.equivalence === "object" ? obj(o.equivalence) : null;
   const equivalence: Equivalence | null = e ? {
     equivalent: typeof e.equivalent === "boolean" ? e.equivalent : null,
     tensors: arr(e.tensors).map((x) => {
       const q = obj(x);
-      return { name: String(q.name ?? "?"), allclose: typeof q.allclose === "boolean" ? q.allclose : null,
+      return { name: String(q.name ?? "?"), note: str(q.note), allclose: typeof q.allclose === "boolean" ? q.allclose : null,
         max_abs: num(q.max_abs), max_rel: num(q.max_rel), shape_a: shape(q.shape_a), shape_b: shape(q.shape_b) };
     }),
   } : null;
-  return { a: totals(o.a), b: totals(o.b), delta: totals(o.delta), ratio: totals(o.ratio), timing, equivalence };
+  return { a: totals(o.a), b: totals(o.b), delta: totals(o.delta), ratio: totals(o.ratio), timing, equivalence, sentence: str(o.sentence) };
 }
 
 function costs(v: unknown): RowCosts {

@@ -1,7 +1,10 @@
 /**
- * The summary strip above the two panes: per total (nodes, edges, saved bytes, gradient bytes, forward and backward
- * time) A → B with the delta and the ratio; the timing interval when measured; the equivalence verdict, a loud red
- * banner when A and B do not compute the same thing. Built with dom.h (text, never markup).
+ * The summary strip above the two panes. It leads with Python's one-line verdict ("broadcast vs repeat: same maths
+ * (float32 rounding); whole step 3.1× faster [2.6–3.7]; ..."), then per total (nodes, edges, saved bytes, gradient
+ * bytes, forward, backward and whole-step time) A → B with the delta and the ratio; the speed verdict with its
+ * interval when measured; the equivalence verdict, a loud red banner when A and B do not compute the same thing.
+ * Node and edge counts are never coloured as better or worse: counts mislead, sizes and times tell. Built with dom.h
+ * (text, never markup).
  */
 import { h } from "../ui/dom";
 import { formatBytes, formatCount, formatMs, formatShape } from "../model/format";
@@ -17,7 +20,15 @@ const TOTALS: TotalDef[] = [
   { key: "grad_bytes", label: "gradient written", format: formatBytes },
   { key: "forward_ms", label: "forward", format: formatMs },
   { key: "backward_ms", label: "backward", format: formatMs },
+  { key: "step_ms", label: "whole step", format: formatMs },
 ];
+
+/** Totals whose change is neither good nor bad by itself. */
+const NEUTRAL = new Set<TotalKey>(["nodes", "edges"]);
+
+/** What the one ratio shown for times is (the one the verdict uses): said on hover. */
+const RATIO_TITLE = "B/A: the median over interleaved rounds of B's time divided by A's in the same round, from plain " +
+  "runs without per-node hooks; the brackets are its 95 % bootstrap interval (docs/diff.md).";
 
 function signed(v: number, format: (v: number) => string): string {
   if (v === 0) return "±0";
@@ -39,17 +50,21 @@ function totalText(s: DiffSummary, d: TotalDef): { a: string; b: string; delta: 
   if (a === null && b === null) return null;
   const delta = s.delta[d.key] ?? (a !== null && b !== null ? b - a : null);
   const ratio = s.ratio[d.key] ?? (a !== null && b !== null && a !== 0 ? b / a : null);
-  const cls = delta === null || delta === 0 ? "gw-same" : delta < 0 ? "gw-less" : "gw-more";
+  const cls = delta === null || delta === 0 || NEUTRAL.has(d.key) ? "gw-same" : delta < 0 ? "gw-less" : "gw-more";
   return { a: a === null ? "—" : d.format(a), b: b === null ? "—" : d.format(b), delta: delta === null ? "" : signed(delta, d.format),
     ratio: delta === 0 ? "" : formatRatio(ratio), cls };
 }
 
-function timingText(s: DiffSummary): string | null {
+/** The speed verdict: "whole step B/A ×0.31 [0.28–0.35], 20 rounds (cpu): broadcast faster" (older documents:
+ * "backward B/A ..."). */
+function timingText(s: DiffSummary): { label: string; text: string } | null {
   const t = s.timing;
   if (!t || t.ratio === null) return null;
   const interval = t.low !== null && t.high !== null ? ` [${formatRatio(t.low).slice(1)}–${formatRatio(t.high).slice(1)}]` : "";
-  const runs = t.runs !== null ? `, ${t.runs} runs` : "";
-  return `backward B/A ${formatRatio(t.ratio)}${interval}${runs}${t.verdict ? `: ${t.verdict}` : ""}`;
+  const label = t.clock ? "whole step B/A" : "backward B/A";
+  const runs = t.runs !== null ? `, ${t.runs} ${t.clock ? "rounds" : "runs"}` : "";
+  const clock = t.clock ? ` (${t.clock})` : "";
+  return { label, text: `${formatRatio(t.ratio)}${interval}${runs}${clock}${t.verdict ? `: ${t.verdict}` : ""}` };
 }
 
 function sci(v: number | null): string {
@@ -66,7 +81,8 @@ export function renderSummary(el: HTMLElement, doc: DiffDoc): string {
   if (eq && eq.equivalent === false) {
     const bad = eq.tensors.filter((t) => t.allclose === false);
     const head = `NOT EQUIVALENT: ${lb} does not compute the same values as ${la}`;
-    const details = bad.map((t) => `${t.name}: max abs diff ${sci(t.max_abs)}, max rel diff ${sci(t.max_rel)}` +
+    const details = bad.map((t) => t.note ? `${t.name}: ${t.note}` :
+      `${t.name}: max abs diff ${sci(t.max_abs)}, max rel diff ${sci(t.max_rel)}` +
       (formatShape(t.shape_a) !== formatShape(t.shape_b) ? `, shape ${formatShape(t.shape_a)} vs ${formatShape(t.shape_b)}` : ""));
     lines.push(head, ...details);
     parts.push(h("div", { class: "gw-diff-banner gw-bad", attrs: { role: "alert" } },
@@ -77,16 +93,18 @@ export function renderSummary(el: HTMLElement, doc: DiffDoc): string {
     const t = totalText(s, d);
     if (!t) continue;
     lines.push(`${d.label}: ${la} ${t.a} → ${lb} ${t.b}${t.delta ? ` (${t.delta}${t.ratio ? `, ${t.ratio}` : ""})` : ""}`);
-    cells.push(h("div", { class: "gw-sum-cell", attrs: { "data-key": d.key } },
+    const attrs: Record<string, string> = { "data-key": d.key };
+    if (d.key.endsWith("_ms") && s.timing?.clock) attrs.title = RATIO_TITLE;
+    cells.push(h("div", { class: "gw-sum-cell", attrs },
       h("div", { class: "gw-sum-label", text: d.label }),
       h("div", { class: "gw-sum-values" }, h("span", { text: t.a }), h("span", { class: "gw-sum-arrow", text: " → " }), h("span", { text: t.b })),
       t.delta ? h("div", { class: `gw-sum-delta ${t.cls}`, text: `${t.delta}${t.ratio ? `  ${t.ratio}` : ""}` }) : null));
   }
   const timing = timingText(s);
   if (timing) {
-    lines.push(timing);
-    cells.push(h("div", { class: "gw-sum-cell gw-sum-timing", attrs: { "data-key": "timing" } },
-      h("div", { class: "gw-sum-label", text: "backward B/A (measured)" }), h("div", { class: "gw-sum-values", text: timing.replace(/^backward B\/A /, "") })));
+    lines.push(`${timing.label} ${timing.text}`);
+    cells.push(h("div", { class: "gw-sum-cell gw-sum-timing", attrs: { "data-key": "timing", title: RATIO_TITLE } },
+      h("div", { class: "gw-sum-label", text: `${timing.label} (measured)` }), h("div", { class: "gw-sum-values", text: timing.text })));
   }
   if (eq && eq.equivalent === true) {
     const n = eq.tensors.length;
@@ -107,6 +125,11 @@ export function renderSummary(el: HTMLElement, doc: DiffDoc): string {
       fixed ? h("div", { class: "gw-sum-delta gw-less", text: fixed }) : null));
   }
   parts.push(h("div", { class: "gw-sum-cells" }, ...cells));
+  if (s.sentence) {
+    // the answer first: the line a reviewer pastes into a pull request
+    lines.unshift(s.sentence);
+    parts.unshift(h("div", { class: `gw-diff-sentence${eq?.equivalent === false ? " gw-bad-text" : ""}`, attrs: { "data-key": "sentence" }, text: s.sentence }));
+  }
   el.replaceChildren(...parts);
   return lines.join("\n");
 }

@@ -13,22 +13,29 @@ export interface DiffTotals {
   grad_bytes: number | null;
   forward_ms: number | null;
   backward_ms: number | null;
+  step_ms: number | null;
 }
 
-export const TOTAL_KEYS = ["nodes", "edges", "saved_bytes", "grad_bytes", "forward_ms", "backward_ms"] as const;
+export const TOTAL_KEYS = ["nodes", "edges", "saved_bytes", "grad_bytes", "forward_ms", "backward_ms", "step_ms"] as const;
 export type TotalKey = (typeof TOTAL_KEYS)[number];
 
-/** Backward time B / A with a bootstrap interval. */
+/**
+ * The speed verdict B / A with its bootstrap interval: of the whole step (plain, uninstrumented runs; `clock` names
+ * the clock), or of the backward in documents written before the verdicts had phases (`clock` null).
+ */
 export interface DiffTiming {
   ratio: number | null;
   low: number | null;
   high: number | null;
   runs: number | null;
   verdict: string | null;
+  clock: string | null;
 }
 
 export interface TensorCheck {
   name: string;
+  /** Python's words for why this tensor differs (a gradient on one side only, a float64 difference, ...). */
+  note: string | null;
   allclose: boolean | null;
   max_abs: number | null;
   max_rel: number | null;
@@ -48,6 +55,8 @@ export interface DiffSummary {
   ratio: DiffTotals;
   timing: DiffTiming | null;
   equivalence: Equivalence | null;
+  /** Both verdicts in one line, as Python words them (Diff.sentence()); null in older documents. */
+  sentence: string | null;
 }
 
 /** Costs of one Changes row on one side (or their delta). */

@@ -211,3 +211,26 @@ def test_gelu_exact_and_tanh_differ_in_a_single_layer_of_float32_only_by_2e_4() 
     d = gw.compare(lambda x, w: F.gelu(x @ w).sum(), lambda x, w: F.gelu(x @ w, approximate="tanh").sum(),
                    x.requires_grad_(), w.requires_grad_(), advise=False)
     assert d.equivalent is False
+
+
+# -- documents read back --------------------------------------------------------------------------------------------
+def test_the_verdicts_survive_a_round_trip_and_a_hostile_file() -> None:
+    import json
+    x = torch.randn(3, requires_grad=True)
+    d = gw.compare(lambda t: t.exp().sum(), lambda t: (t.exp() * 2).sum(), x, profile=True, budget=0.2, repeat=1,
+                   advise=False)
+    again = gw.load_json(d.to_json())
+    assert again.sentence() == d.sentence() and again.report() == d.report()
+    doc = json.loads(d.to_json())
+    for key, value in (("timing", {"ratio": "fast", "high": [1], "verdict": 3, "step": {"ratio": "x"}}),
+                       ("timing", {"step": {"ratio": 1.0, "low": None, "high": 1.1, "ms": "x"}, "band": "wide"}),
+                       ("equivalence", {"equivalent": "yes", "tensors": "x"}),
+                       ("equivalence", {"equivalent": False, "tensors": [1, {"name": ["a"], "only": "A"}],
+                                        "mutated": {"A": "w"}})):
+        bad = json.loads(json.dumps(doc))
+        bad["summary"][key] = value
+        read = gw.load_json(json.dumps(bad))
+        # wrongly typed fields are dropped on reading; every surface still speaks
+        assert read.sentence().startswith("B vs A: ") and read.report() and repr(read)
+        from graphwidget.views.diff_payload import static_diff_html
+        assert "graphwidget diff" in static_diff_html(read)

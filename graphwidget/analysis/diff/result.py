@@ -326,6 +326,8 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
     summary: Dict[str, Any] = data.get("summary") or {}
+    from .verdicts import clean_equivalence, clean_timing  # a file's verdicts, typed as the words need them
     return cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
                changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
-               added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
+               added=data["added"], equivalence=clean_equivalence(summary.get("equivalence")),
+               timing=clean_timing(summary.get("timing")))

@@ -134,3 +134,67 @@ def sentence(d: "Diff", summary: Optional[Dict[str, Any]] = None) -> str:
     if not parts:
         parts.append(f"{len(d.removed)} nodes only in {la}, {len(d.added)} only in {lb}, {len(d.changed)} changed")
     return f"{lb} vs {la}: " + "; ".join(parts)
+
+
+# -- documents read back ---------------------------------------------------------------------------------------------
+_NUM = (int, float)
+
+
+def _clean(d: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:
+    """``d`` keeping only the keys of ``spec`` whose value has the type it gives (``True`` is not a number here)."""
+    out = {}
+    for k, v in d.items():
+        want = spec.get(k)
+        if want is None or (isinstance(v, bool) and want is not bool):
+            continue
+        if isinstance(v, want):
+            out[k] = v
+    return out
+
+
+_ROW = {"name": str, "kind": str, "allclose": bool, "max_abs": _NUM, "max_rel": _NUM, "rounding": _NUM,
+        "ref_diff": _NUM, "tol": _NUM, "near_zero": bool, "shape_a": list, "shape_b": list, "dtype_a": str,
+        "dtype_b": str, "note": str, "only": str}
+_EQ = {"equivalent": bool, "method": str, "precision": str, "reference_precision": str, "fallback_reason": str,
+       "ab": _NUM, "rounding": _NUM, "near_zero": int}
+_PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list}
+_TIMING = {"ratio": _NUM, "low": _NUM, "high": _NUM, "runs": int, "rounds": int, "verdict": str, "clock": str,
+           "clock_why": str, "threads": int, "threads_why": str, "band": _NUM, "level": _NUM, "stopped": str,
+           "inner": int, "budget_s": _NUM, "seconds": _NUM, "order": str, "instrumented": bool,
+           "per_node": dict}
+
+
+def clean_equivalence(eq: Any) -> Optional[Dict[str, Any]]:
+    """An ``equivalence`` record read from a file, with every field the words use of the type they need (a
+    document is validated only as plain JSON: a wrongly typed field is dropped, never a crash in ``report()``)."""
+    if not isinstance(eq, dict):
+        return None
+    out = _clean(eq, _EQ)
+    rows = eq.get("tensors")
+    out["tensors"] = [_clean(r, _ROW) for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    for r in out["tensors"]:
+        r.setdefault("name", "?")
+        r.setdefault("allclose", False)
+    m = eq.get("mutated")
+    out["mutated"] = {k: [str(x) for x in v] for k, v in m.items() if isinstance(v, list)} if isinstance(m, dict) \
+        else {}
+    out.setdefault("equivalent", all(r["allclose"] for r in out["tensors"]))
+    return out
+
+
+def clean_timing(t: Any) -> Optional[Dict[str, Any]]:
+    """A ``timing`` record read from a file, cleaned like :func:`clean_equivalence`."""
+    if not isinstance(t, dict):
+        return None
+    out = _clean(t, _TIMING)
+    for phase in PHASES:
+        ph = t.get(phase)
+        if isinstance(ph, dict):
+            c = _clean(ph, _PHASE)
+            if "ms" in c and not (len(c["ms"]) == 2 and all(isinstance(x, _NUM) for x in c["ms"])):
+                del c["ms"]
+            out[phase] = c
+    if not all(isinstance(out.get(k), _NUM) for k in ("ratio", "low", "high")):
+        for k in ("ratio", "low", "high"):
+            out.pop(k, None)
+    return out

@@ -362,3 +362,52 @@ def test_saved_tensors_modified_in_place_are_stale_on_every_torch(engine: str):
     assert gw.load_json(g.to_json()).summary()["saved_tensors_stale"] == 2
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+# -- modules: what each is, and which nodes belong to which -----------------------------------------------------------
+def test_trace_and_capture_record_what_each_module_is() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    x = torch.randn(5, 3)
+    t = gw.trace(model, x)
+    assert t.meta["modules"] == {"": "Sequential", "0": "Linear", "1": "ReLU", "2": "Linear"}
+    c = gw.capture(model(x).sum(), module=model)
+    assert c.meta["modules"] == t.meta["modules"] and c.meta["modules_inferred"] is True
+    plain = gw.capture(model(x).sum())
+    assert "modules" not in plain.meta and all(d["module"] is None for _, d in plain.nx.nodes(data=True))
+    again = gw.load_json(c.to_json())
+    assert again.meta["modules"] == c.meta["modules"]
+
+
+def test_a_plain_capture_puts_each_node_in_the_module_of_its_parameters() -> None:
+    import rewrites
+    model = rewrites.ConvNet(width=8, blocks=2)
+    g = gw.capture(model(torch.randn(2, 3, 8, 8)), module=model)
+    nodes = [d for _, d in g.nx.nodes(data=True) if d["kind"] != "leaf"]
+    # every op that reads a parameter is in that parameter's module, exactly
+    for v, d in g.nx.nodes(data=True):
+        params = [g.node(u)["tensor"]["name"] for u in g.nx.predecessors(v) if g.node(u)["kind"] == "leaf"]
+        if params:
+            assert {p.rpartition(".")[0] for p in params} == {d["module"]}, (d["op"], params, d["module"])
+    # and the model opens as stem / blocks / fc: no op outside a module it could have come from
+    tops = {(d["module"] or "").split(".")[0] for d in nodes}
+    assert tops == {"", "stem", "blocks", "fc"}
+    assert {d["module"] for d in nodes if d["op"] == "ReluBackward0"} == {"stem", "blocks.0", "blocks.1"}
+
+
+def test_a_plain_capture_of_gpt2_places_every_parameter_op_as_trace_does() -> None:
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=100, n_positions=32)
+    model = transformers.GPT2LMHeadModel(cfg)
+    ids = torch.randint(0, 100, (1, 8))
+    plain = gw.capture(model(ids).logits.sum(), module=model)
+    traced = gw.trace(lambda i: model(i).logits.sum(), ids)
+    by_seq = {d["seq"]: d["module"] for _, d in traced.nx.nodes(data=True)}
+    reads_param = [d for v, d in plain.nx.nodes(data=True) if d["kind"] != "leaf"
+                   and any(plain.node(u)["kind"] == "leaf" and plain.node(u)["tensor"]["requires_grad"]
+                           for u in plain.nx.predecessors(v))]
+    assert len(reads_param) > 20
+    assert all(d["module"] == by_seq[d["seq"]] for d in reads_param)
+    blocks = {d["module"].split(".")[2] for _, d in plain.nx.nodes(data=True)
+              if (d["module"] or "").startswith("transformer.h.")}
+    assert blocks == {"0", "1"}

@@ -87,6 +87,8 @@ class Recorder:
         self._timer = timer
         self._module_stack: List[str] = []
         self._module_names: Dict[int, str] = {}
+        #: module path -> class name, for every module named (what the viewer's frames say a module is)
+        self.module_classes: Dict[str, str] = {}
         self.top_modules: List[torch.nn.Module] = []
         self._los: List[int] = []
         self._outer: List[Call] = []
@@ -188,10 +190,13 @@ class Recorder:
                 # An outermost module: name its whole tree relative to it ("" is the module itself).
                 self.top_modules.append(module)
                 for n, m in module.named_modules():
-                    self._module_names.setdefault(id(m), n)
+                    if id(m) not in self._module_names:
+                        self._module_names[id(m)] = n
+                        self.module_classes.setdefault(n, type(m).__name__)
                 name = self._module_names[id(module)]
             else:
                 name = f"{self._module_stack[-1]}.<{type(module).__name__}>".lstrip(".")
+                self.module_classes.setdefault(name, type(module).__name__)
         self._module_stack.append(name)
 
     @dynamo_skip
@@ -259,4 +264,6 @@ class Recorder:
             from ..capturing.compat import fill_outputs
             fill_outputs(graph, found)
         graph.meta["traced"] = True
+        if self.module_classes:
+            graph.meta["modules"] = dict(self.module_classes)
         return attributed

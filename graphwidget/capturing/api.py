@@ -9,6 +9,7 @@ import torch
 from .._util.gc import gc_paused
 from ..model.graph import GradGraph
 from .engines import native_graph, python_graph
+from .modules import infer_modules, module_classes
 from .native import engine as core_engine
 from .roots import parameter_names, roots_of
 from .seq import finalize_seq
@@ -55,7 +56,9 @@ def capture(obj: Any, *, module: Optional[torch.nn.Module] = None, title: Option
     """Capture the autograd graph behind ``obj`` into a :class:`GradGraph`.
 
     ``obj`` is a tensor that requires grad (usually the loss), a list/tuple/dict of such tensors (one graph with
-    several roots), or a ``grad_fn`` node. ``module`` names leaf parameters (``fc1.weight``). ``engine``:
+    several roots), or a ``grad_fn`` node. ``module`` names leaf parameters (``fc1.weight``), records what each of
+    its modules is (``meta["modules"]``) and puts each node in the module whose parameters it consumes or between
+    whose nodes it lies (``node["module"]``, inferred: :mod:`graphwidget.capturing.modules`). ``engine``:
     ``"auto"`` uses the compiled core when it is built (:mod:`graphwidget.capturing.native`) and pure Python
     otherwise; ``"python"`` and ``"native"`` force one (both give the same graph).
 
@@ -66,4 +69,9 @@ def capture(obj: Any, *, module: Optional[torch.nn.Module] = None, title: Option
     3
     """
     with gc_paused():  # renumbering allocates 100k's of tuples too: keep the collector out of it
-        return capture_raw(obj, module, title, engine, rank=True)
+        graph = capture_raw(obj, module, title, engine, rank=True)
+        if module is not None:  # what each module is, and which nodes belong to which (from the parameters' names)
+            classes = module_classes(module)
+            graph.meta["modules"] = classes
+            infer_modules(graph, classes)
+        return graph

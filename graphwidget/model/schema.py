@@ -385,6 +385,9 @@ _META: _Spec = {
     "roots": (lambda v: isinstance(v, list) and all(_nonneg_int(r) for r in v), "a list of node ids"),
     "traced": _BOOL, "timed": _BOOL,
     "timing": (lambda v: isinstance(v, dict) and _fault(v, _TIMING, 1) is None, "an object (docs/timing.md)"),
+    "modules": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str) for k, c in v.items()),
+                "an object mapping module paths to class names"),
+    "modules_inferred": _BOOL,
 }
 
 

@@ -1,0 +1,123 @@
+"""Module paths for a plain capture: which ``nn.Module`` each node belongs to, from the parameters it consumes.
+
+``gw.trace`` records the module that was running when each node was made. A plain ``gw.capture(loss, module=model)``
+has no forward to watch, but every parameter leaf is named (``layer3.2.conv1.weight``), and that is enough:
+
+1. a node that consumes a parameter (directly, or through ops that only transform parameters, such as the ``t()``
+   of a linear layer's weight) belongs to the parameter's module (``layer3.2.conv1``);
+2. any other node lies between such nodes: it belongs to the deepest module shared by one of the nearest owned nodes
+   before it and one of the nearest after it (a ReLU between ``layer1.0.bn1`` and ``layer1.0.conv2`` is in
+   ``layer1.0``), or to the module around the owned node just before it when that module has a child without
+   parameters that could have made it (``stem.2``, a ``ReLU``, after ``stem.1``: in ``stem``); with owned nodes on
+   one side only (the loss after the last layer), to the parent of theirs. Which of several modules running the
+   same op made it is not recorded without a trace: these paths place nodes for reading, ``gw.trace`` records them.
+
+Nodes with no parameter anywhere near stay without a module, and the graph says the paths were inferred
+(``meta["modules_inferred"]``). ``meta["modules"]`` maps every module path to its class, for traces and captures
+alike, so that a view can say what a module is.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional
+
+import torch
+
+from ..model._digraph import adjacency, producers_first
+
+#: How many of the nearest owned modules are kept on each side of a node (fan-ins would grow the sets).
+_KEEP = 4
+
+
+def module_classes(module: torch.nn.Module) -> Dict[str, str]:
+    """Every module path of ``module`` (``""``: itself) and its class name."""
+    return {path: type(m).__name__ for path, m in module.named_modules(remove_duplicate=False)}
+
+
+def _parent(path: str) -> str:
+    return path.rpartition(".")[0]
+
+
+def _common(a: str, b: str) -> str:
+    """The deepest module containing both paths (``""``: the top module)."""
+    pa, pb = a.split(".") if a else [], b.split(".") if b else []
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y:
+            break
+        out.append(x)
+    return ".".join(out)
+
+
+def _common_all(paths: Iterable[str]) -> str:
+    it = iter(paths)
+    out = next(it)
+    for p in it:
+        out = _common(out, p)
+    return out
+
+
+def _depth(path: str) -> int:
+    return path.count(".") + 1 if path else 0
+
+
+def _nearest(found: Iterable[str]) -> FrozenSet[str]:
+    return frozenset(sorted(set(found), key=lambda p: (-_depth(p), p))[:_KEEP])
+
+
+def infer_modules(graph: Any, classes: Dict[str, str]) -> int:
+    """Fill each node's ``module`` (where it is null) from the named parameter leaves (module docstring); returns
+    how many nodes got one. ``classes``: the module paths of the model (``module_classes``)."""
+    node, succ, pred = adjacency(graph.nx)
+    order: List[Any] = list(producers_first(graph.nx))
+    owner: Dict[Any, str] = {}
+    for v, d in node.items():  # parameter leaves: the module their name says
+        name = (d.get("tensor") or {}).get("name") if d.get("kind") == "leaf" else None
+        if isinstance(name, str):
+            mod = _parent(name)
+            if mod in classes:
+                owner[v] = mod
+    # ops that only transform one parameter (a weight's t(), view, expand), then the ops that consume parameters:
+    # the module of the parameters they read themselves, else of the transformed ones they read
+    leaves = dict(owner)
+    transforms: Dict[Any, str] = {}
+    for v in order:
+        ins = list(pred[v])
+        if v not in leaves and len(ins) == 1 and (ins[0] in leaves or ins[0] in transforms):
+            transforms[v] = leaves.get(ins[0], transforms.get(ins[0], ""))
+    owner.update(transforms)
+    for v in order:
+        if v in owner or node[v].get("kind") == "leaf":
+            continue
+        mods = [leaves[u] for u in pred[v] if u in leaves] or [transforms[u] for u in pred[v] if u in transforms]
+        if mods:
+            owner[v] = _common_all(mods)
+    before: Dict[Any, FrozenSet[str]] = {}
+    for v in order:
+        if v not in owner:
+            before[v] = _nearest(p for u in pred[v] for p in ((owner[u],) if u in owner else before.get(u, ())))
+    after: Dict[Any, FrozenSet[str]] = {}
+    for v in reversed(order):
+        if v not in owner:
+            after[v] = _nearest(p for w in succ[v] for p in ((owner[w],) if w in owner else after.get(w, ())))
+    # modules that may hold a parameterless op made just after one of their children: a child without parameters
+    owning = set(leaves.values())
+    holds_free_ops = {_parent(path) for path in classes if path and path not in owning}
+    filled = 0
+    for v in order:
+        d = node[v]
+        if d.get("module") is not None or d.get("kind") == "leaf":
+            continue
+        found: Optional[str] = owner.get(v)
+        if found is None:
+            up, down = before.get(v, frozenset()), after.get(v, frozenset())
+            if up and down:
+                candidates = [_common(p, c) for p in up for c in down]
+                candidates += [_parent(p) for p in up if p and _parent(p) in holds_free_ops]
+                found = max(candidates, key=lambda p: (_depth(p), p))
+            elif up or down:
+                found = _parent(max(up or down, key=lambda p: (_depth(p), p)))
+        if found is not None:
+            d["module"] = found
+            filled += 1
+    graph.meta["modules_inferred"] = True
+    return filled

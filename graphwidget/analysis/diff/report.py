@@ -117,13 +117,17 @@ def report(d: "Diff") -> str:
     lines.append(f"diff {la!r} vs {lb!r}: {len(d.matched)} nodes matched ({len(d.changed)} of them changed), "
                  f"{len(d.removed)} only in {la}, {len(d.added)} only in {lb}")
     w = max(12, len(la) + 2, len(lb) + 2)
-    lines.append(f"  {'':<20}{la:>{w}}{lb:>{w}}{'delta':>{w}}{'ratio':>9}")
+    lines.append(f"  {'':<20}{la:>{w}}{lb:>{w}}{'delta':>{w}}  ratio")
     for key, name in _ROWS:
         if key == "step_ms" and s["a"].get(key) is None:
             continue
         ratio = s["ratio"][key]
+        iv = s.get("interval", {}).get(key)
+        shown = "-" if ratio is None else f"x{ratio:.2f}"
+        if iv and None not in iv:  # a measured ratio never without its interval
+            shown += f" [{iv[0]:.2f}-{iv[1]:.2f}]"
         lines.append(f"  {name:<20}{_cell(key, s['a'][key]):>{w}}{_cell(key, s['b'][key]):>{w}}"
-                     f"{_cell(key, s['delta'][key], True):>{w}}{'-' if ratio is None else f'x{ratio:.2f}':>9}")
+                     f"{_cell(key, s['delta'][key], True):>{w}}  {shown}")
     if eq and d.equivalent:
         lines.append(eq)
     mut = mutation_text(d)

@@ -92,11 +92,11 @@ class Diff:
         """``{"a", "b", "delta", "ratio"}`` over nodes, edges, saved bytes, gradient bytes, forward/backward/step
         ms (``None`` where a side was not profiled), plus ``"timing"`` (the speed verdicts of
         :func:`graphwidget.compare` with ``profile=True``; its plain runs' medians and its ratio then fill the time
-        rows, so one ratio shows everywhere), ``"equivalence"``, ``"counts"`` (matched, changed, added, removed)
+        rows, so one ratio shows everywhere, and ``"interval"`` holds each such ratio's 95 % interval), ``"equivalence"``, ``"counts"`` (matched, changed, added, removed)
         and ``"sentence"`` (the verdicts in one line)."""
         from .verdicts import sentence
         ta, tb = (dict(t) for t in self._side_totals())
-        delta, ratio = {}, {}
+        delta, ratio, interval = {}, {}, {}
         phases = self.timing if isinstance(self.timing, dict) else {}
         for k in TOTAL_KEYS:
             ph = phases.get(_PHASE_KEYS.get(k, ""))
@@ -107,7 +107,9 @@ class Diff:
             ratio[k] = None if x is None or y is None or x == 0 else y / x
             if isinstance(ph, dict) and isinstance(ph.get("ratio"), (int, float)):
                 ratio[k] = ph["ratio"]
-        out: Dict[str, Any] = {"a": ta, "b": tb, "delta": delta, "ratio": ratio, "timing": self.timing,
+                interval[k] = [ph.get("low"), ph.get("high")]  # a measured ratio is shown with its interval
+        out: Dict[str, Any] = {"a": ta, "b": tb, "delta": delta, "ratio": ratio, "interval": interval,
+                               "timing": self.timing,
                "equivalence": self.equivalence,
                "counts": {"matched": len(self.matched), "changed": len(self.changed), "added": len(self.added),
                           "removed": len(self.removed)}}

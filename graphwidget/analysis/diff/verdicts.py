@@ -141,13 +141,14 @@ _NUM = (int, float)
 
 
 def _clean(d: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:
-    """``d`` keeping only the keys of ``spec`` whose value has the type it gives (``True`` is not a number here)."""
+    """``d`` keeping only the keys of ``spec`` whose value is null or has the type it gives (``True`` is not a
+    number here)."""
     out = {}
     for k, v in d.items():
         want = spec.get(k)
         if want is None or (isinstance(v, bool) and want is not bool):
             continue
-        if isinstance(v, want):
+        if v is None or isinstance(v, want):
             out[k] = v
     return out
 

@@ -376,8 +376,13 @@ def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: floa
                  for s in (a, b)]
         timing = speed.measure(plain, band=band, budget_s=budget, threads=threads)
         assert a.graph is not None and b.graph is not None
-        per_node = interleaved([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in (a, b)],
-                               [a.graph, b.graph], repeat, guard, device)
+        configured = torch.get_num_threads()
+        try:  # per-node times with the threads the verdict used, so the two read alike
+            torch.set_num_threads(timing["threads"])
+            per_node = interleaved([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in (a, b)],
+                                   [a.graph, b.graph], repeat, guard, device)
+        finally:
+            torch.set_num_threads(configured)
     finally:
         guard.restore()
     timing["per_node"] = {"rounds": per_node["runs"], "instrumented": True, "order": per_node["order"]}

@@ -92,8 +92,9 @@ class Diff:
         """``{"a", "b", "delta", "ratio"}`` over nodes, edges, saved bytes, gradient bytes, forward/backward/step
         ms (``None`` where a side was not profiled), plus ``"timing"`` (the speed verdicts of
         :func:`graphwidget.compare` with ``profile=True``; its plain runs' medians and its ratio then fill the time
-        rows, so one ratio shows everywhere, and ``"interval"`` holds each such ratio's 95 % interval), ``"equivalence"``, ``"counts"`` (matched, changed, added, removed)
-        and ``"sentence"`` (the verdicts in one line)."""
+        rows, so one ratio shows everywhere, and ``"interval"`` holds each such ratio's 95 % interval),
+        ``"equivalence"``, ``"counts"`` (matched, changed, added, removed) and ``"sentence"`` (the verdicts in one
+        line)."""
         from .verdicts import sentence
         ta, tb = (dict(t) for t in self._side_totals())
         delta, ratio, interval = {}, {}, {}

@@ -158,7 +158,7 @@ _ROW = {"name": str, "kind": str, "allclose": bool, "max_abs": _NUM, "max_rel": 
         "dtype_b": str, "note": str, "only": str}
 _EQ = {"equivalent": bool, "method": str, "precision": str, "reference_precision": str, "fallback_reason": str,
        "ab": _NUM, "rounding": _NUM, "near_zero": int}
-_PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list}
+_PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list, "wall": dict, "cpu": dict}
 _TIMING = {"ratio": _NUM, "low": _NUM, "high": _NUM, "runs": int, "rounds": int, "verdict": str, "clock": str,
            "clock_why": str, "threads": int, "threads_why": str, "band": _NUM, "level": _NUM, "stopped": str,
            "inner": int, "budget_s": _NUM, "seconds": _NUM, "order": str, "instrumented": bool,

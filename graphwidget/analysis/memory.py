@@ -49,6 +49,37 @@ def _edge_bytes(shape: Any, dtype: Any) -> int:
     return n * size if n is not None and size is not None else 0
 
 
+def predicted_backward_order(graph: Any) -> List[int]:
+    """The order the autograd engine runs the nodes on one device: a node is ready once every node that consumes
+    its output has run; among ready nodes, AccumulateGrad first, then the highest sequence number (the engine's
+    priority)."""
+    import heapq
+    nodes = node_dicts(graph.nx)
+    succ, pred = graph.nx.succ, graph.nx.pred
+    waiting = {v: len(succ[v]) for v in nodes}
+
+    def key(v: int) -> Tuple[int, int, int]:
+        d = nodes[v]
+        return (0 if d.get("kind") == "leaf" else 1, -(d.get("seq") or 0), v)
+
+    heap = [key(v) for v in nodes if waiting[v] == 0]
+    heapq.heapify(heap)
+    out: List[int] = []
+    while heap:
+        v = heapq.heappop(heap)[2]
+        out.append(v)
+        for u in pred[v]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(heap, key(u))
+    return out
+
+
+def _padded(values: Any, n: int) -> List[Any]:
+    vals = list(values or [])
+    return (vals + [None] * n)[:n]
+
+
 def has_memory(graph: Any) -> bool:
     """Whether the graph carries a memory record (``gw.profile(..., memory=True)``)."""
     return isinstance(graph.meta.get("memory"), dict)
@@ -82,8 +113,12 @@ class Accounting:
         self.nodes = node_dicts(graph.nx)
         self.point_nodes: List[int] = list(mem.get("nodes") or [])
         self.forward_points = int(mem.get("forward_points") or 0)
-        self.n = len(self.point_nodes)
         nodes = self.nodes
+        #: No backward ran (gw.trace): its points follow the engine's order predicted from sequence numbers.
+        self.predicted_backward = not mem.get("backward") and len(self.point_nodes) == self.forward_points
+        if self.predicted_backward:
+            self.point_nodes += predicted_backward_order(graph)
+        self.n = len(self.point_nodes)
         # Backward position of each node: the point after which it has run.
         self.bpos: Dict[int, int] = {}
         for p in range(self.forward_points, self.n):
@@ -251,10 +286,9 @@ def _grad_module(nodes: Dict[int, Dict[str, Any]], u: int) -> Optional[str]:
 def peak_point(mem: Dict[str, Any], acc: Accounting) -> Tuple[int, int, str]:
     """(point, bytes, source) of the peak: the allocator's where it was measured, else the graph's."""
     amax = mem.get("allocated_max")
-    if amax and len(amax) == acc.n and any(v is not None for v in amax):
-        vals = [v if v is not None else -_INF for v in amax]
-        p = max(range(acc.n), key=lambda i: (vals[i], -i))
-        return p, int(vals[p]), "allocator"
+    if amax and len(amax) == acc.n and all(v is not None for v in amax):
+        p = max(range(acc.n), key=lambda i: (amax[i], -i))
+        return p, int(amax[p]), "allocator"
     tot = [a + b for a, b in zip(acc.saved, acc.gradients)]
     if not tot:
         return 0, 0, "graph"
@@ -281,8 +315,8 @@ def memory_report(graph: Any, top: int = 10) -> MemoryReport:
     p, peak_bytes, source = peak_point(mem, acc)
     v = acc.point_nodes[p]
     phase = "forward" if p < acc.forward_points else "backward"
-    alloc = mem.get("allocated") or [None] * acc.n
-    amax = mem.get("allocated_max") or [None] * acc.n
+    alloc = _padded(mem.get("allocated"), acc.n)
+    amax = _padded(mem.get("allocated_max"), acc.n)
     for i in range(acc.n):
         rep.timeline.append({"point": i, "phase": "forward" if i < acc.forward_points else "backward",
                              "node": acc.point_nodes[i], "saved": acc.saved[i], "grads": acc.gradients[i],
@@ -516,3 +550,33 @@ def checkpoint_candidates(graph: Any, acc: Optional[Accounting] = None, top: int
     rows.sort(key=lambda r: (-(r["bytes_per_ms"] if r["bytes_per_ms"] is not None else r["saving_bytes"]),
                              -r["saving_bytes"], r["label"]))
     return rows[:top] if top else rows
+
+
+def _group_depth(modules: Iterable[Optional[str]], limit: int) -> int:
+    """The deepest module-path depth at which there are at most ``limit`` groups (at least 1)."""
+    mods = {m for m in modules if m}
+    best = 1
+    for depth in range(1, 12):
+        groups = {".".join(m.split(".")[:depth]) for m in mods}
+        if len(groups) > limit:
+            break
+        best = depth
+        if all(len(m.split(".")) <= depth for m in mods):
+            break
+    return best
+
+
+def saved_by_module(graph: Any, limit: int = 10, acc: Optional[Accounting] = None) -> Dict[str, List[int]]:
+    """Saved activation bytes alive at each point, per module group (paths cut at the depth that gives at most
+    ``limit`` groups; ``"(top level)"`` for nodes outside any module): the stacked bands of the timeline."""
+    acc = acc or Accounting(graph)
+    nodes = acc.nodes
+    depth = _group_depth((nodes[st.savers[0]].get("module") for st in acc.storages.values()), limit)
+    groups: Dict[str, List[Tuple[int, Any, Any]]] = {}
+    for st in acc.storages.values():
+        if st.parameter:
+            continue
+        m = nodes[st.savers[0]].get("module")
+        key = ".".join(m.split(".")[:depth]) if m else "(top level)"
+        groups.setdefault(key, []).append((st.bytes, st.start, st.end))
+    return {k: acc._sweep(v) for k, v in sorted(groups.items())}

@@ -271,7 +271,7 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
 # -- compare ----------------------------------------------------------------------------------------------------------
 def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
             profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
-            threads: Optional[int] = None, advise: bool = True, **kwargs: Any) -> Diff:
+            threads: Optional[int] = None, advise: bool = True, memory: bool = False, **kwargs: Any) -> Diff:
     """Run ``fn_a(*args, **kwargs)`` and ``fn_b(*args, **kwargs)``, each on its own copy of the inputs, and return the
     :class:`~graphwidget.Diff` of their autograd graphs with both verdicts.
 
@@ -288,6 +288,9 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     run with torch's threads as configured, or single-threaded on a machine whose cores are already busy (``threads``
     forces a number; ``d.timing["threads_why"]`` says which and why). Per-node times come from ``repeat`` separate
     instrumented rounds.
+
+    **Smaller?** (``memory=True``; ``d.memory``): one more plain step of each side, its allocator peak measured
+    (CUDA: ``max_memory_allocated``; CPU: ``torch.profiler``'s memory events), reported beside the step time.
 
     ``advise=True`` runs the advisor on both graphs (``d.a.findings``; the view shows what B resolved).
 
@@ -343,9 +346,11 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
             equivalence = _equivalence(a, b)
             if profile:
                 timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+            peaks = _peaks(a, b, state, fn_a, args, kwargs) if memory else None
             assert a.graph is not None and b.graph is not None
             a.graph.output, b.graph.output = a.out, b.out
             d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+            d.memory = peaks
         finally:
             _restore(state, saved_grads)
     finally:
@@ -390,6 +395,23 @@ def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: floa
     timing.update(ratio=step["ratio"], low=step["low"], high=step["high"], runs=timing["rounds"],
                   verdict=labelled(step["verdict"], b.label, band))
     return timing
+
+
+def _peaks(a: Side, b: Side, state: State, fn_a: Any, args: Sequence[Any],
+           kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """One plain step of each side with its allocator peak measured (:mod:`.peak`)."""
+    from ..profiling.checks import guess_device
+    from .interleave import GradGuard
+    from .peak import measure_peak
+    device = guess_device(fn_a, args, kwargs)
+    guard = GradGuard()
+    try:
+        got = [measure_peak(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
+               for s in (a, b)]
+    finally:
+        guard.restore()
+    return {"peak": [got[0]["bytes"], got[1]["bytes"]], "source": got[0]["source"], "measured": True,
+            "device": str(device)}
 
 
 def _advise(d: Diff) -> None:

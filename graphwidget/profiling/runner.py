@@ -217,7 +217,7 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
     With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors).
     With ``memory`` (and ``attribute``) the whole run is the memory run (:mod:`.memory`)."""
     if memory:
-        from .memory import MemoryProbe
+        from ..attribution.memory import MemoryProbe
         probe = MemoryProbe(device if device is not None else torch.device("cpu"))
         try:
             with probe:
@@ -242,7 +242,7 @@ def _one_run_inner(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[
     if attribute:
         rec_cls = Recorder
         if probe is not None:
-            from .memory import MemoryRecorder
+            from ..attribution.memory import MemoryRecorder
             rec_cls = MemoryRecorder
         rec = rec_cls(timer=(stamp, lambda t0: (t0, stamp())))
     else:

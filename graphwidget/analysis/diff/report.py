@@ -136,4 +136,8 @@ def report(d: "Diff") -> str:
     tt = timing_text(d)
     if tt:
         lines.append(tt)
+    from .memory import memory_text
+    mt = memory_text(d, s.get("memory"))
+    if mt:
+        lines.append(mt)
     return "\n".join(lines)

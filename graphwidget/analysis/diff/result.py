@@ -49,6 +49,8 @@ class Diff:
         self.added: List[int] = list(added)
         self.equivalence = equivalence
         self.timing = timing
+        #: ``gw.compare(..., memory=True)``: ``{"peak": [a, b], "source", "measured": True}``; else None
+        self.memory: Optional[Dict[str, Any]] = None
         self._ab = dict(self.matched)
         self._ba = {y: x for x, y in self.matched}
         self._changed_a = {x: f for x, _, f in self.changed}
@@ -115,6 +117,10 @@ class Diff:
                "counts": {"matched": len(self.matched), "changed": len(self.changed), "added": len(self.added),
                           "removed": len(self.removed)}}
         out["sentence"] = sentence(self, out)
+        from .memory import memory_summary
+        mem = memory_summary(self)
+        if mem is not None:
+            out["memory"] = mem
         return out
 
     def by_op(self) -> Any:
@@ -330,7 +336,10 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
         raise fail(str(exc)) from None
     summary: Dict[str, Any] = data.get("summary") or {}
     from .verdicts import clean_equivalence, clean_timing  # a file's verdicts, typed as the words need them
-    return cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
-               changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
-               added=data["added"], equivalence=clean_equivalence(summary.get("equivalence")),
-               timing=clean_timing(summary.get("timing")))
+    d = cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
+            changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
+            added=data["added"], equivalence=clean_equivalence(summary.get("equivalence")),
+            timing=clean_timing(summary.get("timing")))
+    from .memory import clean_measured
+    d.memory = clean_measured(summary.get("memory"))
+    return d

@@ -1,4 +1,5 @@
-"""The memory run behind ``gw.profile(..., memory=True)`` and ``gw.trace(..., memory=True)``.
+"""The memory run behind ``gw.profile(..., memory=True)`` and ``gw.trace(..., memory=True)`` (here, below both,
+so that trace can use it).
 
 One run of the function (forward, capture, backward) under ``torch.profiler`` with ``profile_memory=True``: every
 allocation and free the allocator reports, with its time, on the same clock as the op events. The forward's
@@ -20,8 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..attribution.recorder import Recorder
-from ..attribution.shared_patch import dynamo_skip
+from .recorder import Recorder
+from .shared_patch import dynamo_skip
 from ..capturing._deep_free import make_deep_free_safe
 from ..capturing.walk import walk
 from ..model.graph import GradGraph
@@ -39,6 +40,24 @@ def _tensors(value: Any, depth: int = 0) -> List[torch.Tensor]:
     if depth < 2 and isinstance(value, dict):
         return [t for v in value.values() for t in _tensors(v, depth + 1)]
     return []
+
+
+def device_of(fn: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> torch.device:
+    """The first CUDA device among the inputs (tensors, modules' parameters and buffers), else CPU."""
+    stack: List[Any] = [fn, *args, *kwargs.values()]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, torch.Tensor):
+            if o.device.type == "cuda":
+                return o.device
+        elif isinstance(o, torch.nn.Module):
+            stack.extend(o.parameters())
+            stack.extend(o.buffers())
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif isinstance(o, dict):
+            stack.extend(o.values())
+    return torch.device("cpu")
 
 
 def _storage_key(t: torch.Tensor) -> Optional[Tuple[str, int]]:
@@ -272,3 +291,35 @@ def module_input_ids(rec: MemoryRecorder, ids: Dict[Tuple[str, int], int]) -> Di
     """Per module path, the graph storage ids among the storages its calls received."""
     return {path: {ids[k] for k in keys if k in ids} for path, keys in rec.module_inputs.items()}
 
+
+
+def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
+    """The allocator's peak while ``step()`` runs (a forward and its backward), in bytes above what was allocated
+    when it began. CUDA: ``torch.cuda.max_memory_allocated``; CPU: the maximum of the running sum of
+    ``torch.profiler``'s memory events (the CPU allocator has no counter of its own). Returns ``{"bytes",
+    "source"}``."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        return {"bytes": int(torch.cuda.max_memory_allocated(device) - base),
+                "source": "torch.cuda.max_memory_allocated minus the step's start"}
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+    with torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    return {"bytes": int(events_peak(prof.profiler.kineto_results.events(), "CPU")),
+            "source": "CPU allocator (torch.profiler memory events), bytes allocated since the step began"}
+
+
+def events_peak(events: Sequence[Any], device_type: str = "CPU") -> int:
+    """The maximum of the running sum of the memory events of one device type (0 when none)."""
+    mem = sorted((e.start_ns(), e.nbytes()) for e in events
+                 if e.name() == "[memory]" and device_type in str(e.device_type()))
+    run = peak = 0
+    for _, b in mem:
+        run += b
+        peak = max(peak, run)
+    return peak

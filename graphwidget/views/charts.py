@@ -212,12 +212,16 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
     if 0 < f < acc.n:
         fig.add_vline(x=f - 0.5, line_dash="dot", line_color="#888")
     fig.update_layout(
-        title=f"Memory: {rep.headline()}" if p else "Memory",
+        title=(f"Memory: peak {p['bytes'] / mib:.1f} MiB ({p['source']}), {p['phase']} node {p['node']} {p['op']}"
+               if p else "Memory"),
         xaxis_title=("forward ops | backward nodes (order predicted: no backward ran)" if acc.predicted_backward
                      else "forward ops | backward nodes (in the order they ran)"), yaxis_title="MiB",
         height=460, hovermode="closest", meta={"graphwidget_link": "node"},
-        annotations=[dict(x=max(f - 1, 0) / 2, y=1.02, yref="paper", text="forward", showarrow=False),
-                     dict(x=(f + acc.n) / 2, y=1.02, yref="paper", text="backward", showarrow=False)])
+        margin=dict(t=110),
+        annotations=[dict(x=max(f - 1, 0) / 2, y=1.0, yref="paper", yanchor="bottom", text="forward",
+                          showarrow=False),
+                     dict(x=(f + acc.n) / 2, y=1.0, yref="paper", yanchor="bottom", text="backward",
+                          showarrow=False)])
     fig = escape_labels(fig)
     if widget is not None:
         fw = go.FigureWidget(fig)

@@ -301,3 +301,16 @@ def test_cuda_path_uses_the_caching_allocator():
     peak = g.memory().peak["bytes"]
     assert abs(peak - ref) <= 0.1 * ref, (peak, ref)
     assert abs(mem["allocator_peak"] - ref) <= 0.1 * ref
+
+
+def test_readme_memory_block_runs(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("## Memory: where the peak is")
+    block = re.search(r"```python\n(.*?)```", readme[start:], flags=re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    ns: dict = {}
+    exec(block, ns)
+    assert ns["m"].peak["source"] == "allocator" and ns["c"]["saving_bytes"] > 0
+    assert (tmp_path / "memory.html").exists() and "memory: peak" in ns["d"].report()

@@ -148,7 +148,7 @@ class Accounting:
         for st in self.storages.values():
             st.start = self._forward_point(nodes[st.savers[0]].get("seq"))
             ends = [self.bpos.get(v) for v in st.savers]
-            st.end = _INF if any(e is None for e in ends) else max(ends)  # type: ignore[type-var]
+            st.end = _INF if any(e is None for e in ends) else float(max(e for e in ends if e is not None))
         # Gradients: one buffer per (node, output) that some consumer writes into.
         self.grads: Dict[Tuple[int, int], List[Any]] = {}  # key -> [bytes, start, end]
         for u, v, e in graph.nx.edges(data=True):
@@ -500,7 +500,7 @@ class _Simulator:
             if r is None:
                 return None
             for st in self.dropped(path):
-                a, e = max(int(st.start), 0), int(st.end)
+                a = max(int(st.start), 0)
                 if a >= r:
                     continue  # saved after the recompute would start: nothing changes
                 diff[a] -= st.bytes

@@ -21,11 +21,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .recorder import Recorder
-from .shared_patch import dynamo_skip
 from ..capturing._deep_free import make_deep_free_safe
 from ..capturing.walk import walk
 from ..model.graph import GradGraph
+from .recorder import Recorder
+from .shared_patch import dynamo_skip
 
 _EVAL = "autograd::engine::evaluate_function: "
 #: Names of events that are the engine's or the profiler's own, never a forward op.
@@ -161,7 +161,7 @@ class MemoryProbe:
         bwd = self._backward_points(evals, seq_to_node, graph) if backward else []
         points = fwd + bwd
         nodes_at, alloc, amax = [], [], []
-        prev_t, prev_level, k = None, 0, 0
+        prev_level, k = 0, 0
         for v, t in points:
             hi = bisect.bisect_right(times, t)
             peak = prev_level
@@ -172,7 +172,7 @@ class MemoryProbe:
             nodes_at.append(v)
             alloc.append(int(cur))
             amax.append(int(max(peak, cur)))
-            prev_t, prev_level = t, cur
+            prev_level = cur
         source = ("CUDA caching allocator (torch.profiler memory events), bytes allocated since the step began"
                   if self.cuda else "CPU allocator (torch.profiler memory events), bytes allocated since the step "
                   "began")

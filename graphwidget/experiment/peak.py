@@ -8,8 +8,8 @@ from typing import Any, Callable, Dict, Mapping, Sequence
 
 import torch
 
-from ..profiling.checks import select_roots
 from ..attribution.memory import step_peak
+from ..profiling.checks import select_roots
 
 
 def measure_peak(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],

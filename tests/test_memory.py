@@ -314,3 +314,16 @@ def test_readme_memory_block_runs(tmp_path, monkeypatch):
     exec(block, ns)
     assert ns["m"].peak["source"] == "allocator" and ns["c"]["saving_bytes"] > 0
     assert (tmp_path / "memory.html").exists() and "memory: peak" in ns["d"].report()
+
+
+def test_inside_a_running_profiler_memory_true_refuses_and_leaves_it_running():
+    import gc
+
+    from torch.profiler import profile
+    m, x = chain()
+    gc_was = gc.isenabled()
+    with profile():
+        with pytest.raises(RuntimeError, match="profiler is already running"):
+            gw.profile(m, x, repeat=1, memory=True)
+        assert torch._C._autograd._profiler_enabled()  # the user's session goes on
+    assert gc.isenabled() == gc_was and all(p.grad is None for p in m.parameters())

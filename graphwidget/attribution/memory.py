@@ -108,12 +108,24 @@ class MemoryProbe:
         from torch.profiler import ProfilerActivity
         from torch.profiler import profile as torch_profile
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        if torch._C._autograd._profiler_enabled():
+            # Starting ours would end the user's session when ours stops: refuse before touching anything.
+            raise RuntimeError("memory=True records its timeline with torch.profiler, and a profiler is already "
+                               "running here. Run gw.profile/gw.trace(..., memory=True) outside your torch.profiler "
+                               "block, or drop memory=True inside it.")
         if self.cuda:
             torch.cuda.synchronize(self.device)
             self.baseline = torch.cuda.memory_allocated(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
-        self._prof = torch_profile(activities=acts, profile_memory=True)
-        self._prof.__enter__()
+        prof = torch_profile(activities=acts, profile_memory=True)
+        try:
+            prof.__enter__()
+        except RuntimeError as exc:
+            raise RuntimeError(
+                f"memory=True records its timeline with torch.profiler, which could not start ({exc}). Another "
+                f"profiler is probably active in this thread: run gw.profile/gw.trace(..., memory=True) outside it, "
+                f"or without memory=True inside it.") from exc
+        self._prof = prof
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -308,6 +320,9 @@ def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
                 "source": "torch.cuda.max_memory_allocated minus the step's start"}
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
+    if torch._C._autograd._profiler_enabled():
+        raise RuntimeError("the CPU memory peak is measured with torch.profiler, and a profiler is already running "
+                           "here: measure outside your torch.profiler block.")
     with torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
     return {"bytes": int(events_peak(prof.profiler.kineto_results.events(), "CPU")),

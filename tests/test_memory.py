@@ -189,7 +189,7 @@ def test_export_click_selects_the_node_in_the_viewer(tmp_path, chromium):
     g = gw.profile(m, x, repeat=1, warmup=0, memory=True)
     rep = g.memory()
     path = g.export_html(tmp_path / "m.html", charts=[rep.figure()])
-    page = chromium.new_page(viewport={"width": 1300, "height": 1200})
+    page = chromium.new_page(viewport={"width": 1300, "height": 1800})
     page.goto(path.as_uri())
     page.wait_for_selector('[data-gw-state="ready"]', timeout=60000)
     xy = page.eval_on_selector(".plotly-graph-div", "d => { const p = d.querySelectorAll('.scatterlayer .trace:last-child"

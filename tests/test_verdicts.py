@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import rewrites as rw
 import torch
 import torch.nn.functional as F
 
 import graphwidget as gw
-import rewrites as rw
 from graphwidget.analysis.diff.verdicts import speed_verdict
 from graphwidget.experiment import speed
 

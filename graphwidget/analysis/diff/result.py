@@ -100,7 +100,8 @@ class Diff:
         from .verdicts import sentence
         ta, tb = (dict(t) for t in self._side_totals())
         delta, ratio, interval = {}, {}, {}
-        phases = self.timing if isinstance(self.timing, dict) else {}
+        from .verdicts import clean_timing
+        phases = clean_timing(self.timing) or {}
         for k in TOTAL_KEYS:
             ph = phases.get(_PHASE_KEYS.get(k, ""))
             if isinstance(ph, dict) and isinstance(ph.get("ms"), list) and len(ph["ms"]) == 2:
@@ -335,11 +336,11 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
     summary: Dict[str, Any] = data.get("summary") or {}
-    from .verdicts import clean_equivalence, clean_timing  # a file's verdicts, typed as the words need them
+    # The verdicts are kept as written (a newer release's keys survive a round trip); the words read them through
+    # verdicts.clean_equivalence / clean_timing, which never trust a field's type.
     d = cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
             changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
-            added=data["added"], equivalence=clean_equivalence(summary.get("equivalence")),
-            timing=clean_timing(summary.get("timing")))
+            added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
     from .memory import clean_measured
     d.memory = clean_measured(summary.get("memory"))
     return d

@@ -8,6 +8,10 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.setup-done
+# pytest-xdist: `make test` and `make test-python` run pytest in WORKERS processes (auto: one per core). Tests
+# that share something expensive or must not overlap carry @pytest.mark.xdist_group: one worker runs each group.
+WORKERS ?= auto
+XDIST   := -n $(WORKERS) --dist loadgroup
 
 .PHONY: setup native demo test test-python lint matrix bench js clean browser
 
@@ -42,13 +46,15 @@ js: $(STAMP)
 demo: setup
 	$(VPY) -m graphwidget demo --out out
 
+# The whole suite: the front end's own tests, then every pytest test (browser, JupyterLab, slow ones included) in
+# parallel, with the compiled core required.
 test: setup browser
 	cd js && npm install --no-audit --no-fund --silent && npm run build && npm test
-	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q tests
+	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q $(XDIST) tests
 
 # The non-browser suite on the pure-Python engine (what a plain `pip install` user runs).
 test-python: $(STAMP)
-	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q tests --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench \
+	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q $(XDIST) tests --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench \
 	  --ignore=tests/test_install.py -m "not browser and not jupyterlab"
 
 # ruff (config in pyproject.toml) and mypy (the package ships py.typed)

@@ -8,12 +8,14 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.setup-done
-# pytest-xdist: `make test` and `make test-python` run pytest in WORKERS processes (auto: one per core). Tests
-# that share something expensive or must not overlap carry @pytest.mark.xdist_group: one worker runs each group.
+# pytest-xdist: `make test`, `make test-fast` and `make test-python` run pytest in WORKERS processes (auto: one per
+# core). Tests that share something expensive or must not overlap carry @pytest.mark.xdist_group: one worker runs
+# each group.
 WORKERS ?= auto
 XDIST   := -n $(WORKERS) --dist loadgroup
+BUNDLE  := graphwidget/static/widget.js
 
-.PHONY: setup native demo test test-python lint matrix bench js clean browser
+.PHONY: setup native demo test test-fast test-python lint matrix bench js clean browser
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -51,6 +53,16 @@ demo: setup
 test: setup browser
 	cd js && npm install --no-audit --no-fund --silent && npm run build && npm test
 	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q $(XDIST) tests
+
+# A contributor's loop (~2-3 min on 2 cores): everything but the tests marked slow, in parallel; browser tests
+# included (the bundle is rebuilt when a js/ source changed). The core is used when built, not required.
+test-fast: $(STAMP) browser $(BUNDLE)
+	$(VPY) -m pytest -q $(XDIST) -m "not slow" tests
+
+$(BUNDLE): $(shell find js/src -type f 2>/dev/null) js/build.mjs js/package.json
+	@echo "== building the front-end bundle (js/)"
+	cd js && npm install --no-audit --no-fund --silent && npm run build
+	touch $(BUNDLE) graphwidget/static/viewer.js
 
 # The non-browser suite on the pure-Python engine (what a plain `pip install` user runs).
 test-python: $(STAMP)

@@ -321,6 +321,7 @@ def test_doctor_names_missing_facts_of_this_torch():
 
 # -- doctor ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # two `python -m graphwidget doctor` subprocesses: ~7 s
 def test_doctor_is_the_one_report_for_a_bug(tmp_path):
     r = _cli(["doctor"], _env(tmp_path), timeout=120)
     assert r.returncode == 0, r.stderr

@@ -140,6 +140,7 @@ def test_magics_in_a_kernel(kernel_env: Path) -> None:
     assert "Traceback" not in err["text"]
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_demo_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = nbformat.read(str(DEMO), as_version=4)
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -158,6 +159,7 @@ def test_demo_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
         assert (kernel_env / name).stat().st_size > 10_000
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_repeat_vs_broadcast_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     """notebooks/repeat_vs_broadcast.ipynb: capture -> profile -> compare -> export, committed without outputs."""
     path = REPO / "notebooks" / "repeat_vs_broadcast.ipynb"
@@ -212,6 +214,7 @@ def _text(nb: Any) -> str:
     return "\n".join(o.get("text", "") for c in nb.cells for o in outputs(c))
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_memory_layout_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("memory_layout.ipynb", "BATCH, SIZE, CHANNELS = 8, 32, 3\nROUNDS = 5", kernel_env)
     text = _text(nb)
@@ -221,6 +224,7 @@ def test_memory_layout_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     assert len(widget_views(nb)) == 1  # the bmm graph, with its finding
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_loop_vs_vectorised_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("loop_vs_vectorised.ipynb", "N = 64\nREPEAT = 3", kernel_env)
     text = _text(nb)
@@ -230,6 +234,7 @@ def test_loop_vs_vectorised_notebook_runs_top_to_bottom(kernel_env: Path) -> Non
     assert len(widget_views(nb)) == 2  # the diff and the loop graph
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_autograd_tour_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("autograd_tour.ipynb", "SIZE = 4", kernel_env)  # its claims are asserts in its cells
     text = _text(nb)

@@ -10,7 +10,7 @@ TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.setup-done
 # pytest-xdist: `make test`, `make test-fast` and `make test-python` run pytest in WORKERS processes (auto: one per
 # core). Tests that share something expensive or must not overlap carry @pytest.mark.xdist_group: one worker runs
-# each group.
+# each group. WORKERS=0: one process, no xdist.
 WORKERS ?= auto
 XDIST   := -n $(WORKERS) --dist loadgroup
 BUNDLE  := graphwidget/static/widget.js
@@ -18,6 +18,7 @@ BUNDLE  := graphwidget/static/widget.js
 .PHONY: setup native demo test test-fast test-python lint matrix bench js clean browser
 
 $(VPY):
+	@echo "== creating the virtualenv $(VENV)"
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 
@@ -27,17 +28,22 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-liberation >/dev/null; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-liberation >/dev/null; fi; }
 
+# Each step says what it is doing first: the first one downloads torch and takes minutes. pip runs without -q so its
+# progress shows.
 $(STAMP): $(VPY) pyproject.toml js/package.json
-	$(VPY) -m pip install -q "$(TORCH)"
-	$(VPY) -m pip install -q -e ".[dev]"
-	# the oldest anywidget graphwidget supports, beside the newest in the venv: tests/test_house.py runs the widget on it
+	@echo "== installing $(TORCH) for the CPU (once; ~1 GB, a few minutes on a first run)"
+	$(VPY) -m pip install --progress-bar on "$(TORCH)"
+	@echo "== installing graphwidget (editable) with its dev extra: jupyterlab, playwright, transformers, pytest, ... (once)"
+	$(VPY) -m pip install --progress-bar on -e ".[dev]"
+	@echo "== installing anywidget 0.9.0 beside the newest (tests/test_house.py runs the widget on the oldest supported)"
 	$(VPY) -m pip install -q --no-deps --target $(VENV)/anywidget-oldest "anywidget==0.9.0"
 	touch $(STAMP)
 
-# The compiled capture core (graphwidget/capture/_native/): ~2 min of g++ CPU, 4-9 min wall on a 2-core machine, built
-# into ~/.cache/graphwidget/native/<this venv>. Without a compiler graphwidget still works (pure Python, slower on big
-# graphs), so `make demo` goes on; `make test` requires it.
+# The compiled capture core (graphwidget/capturing/native/): ~2 min of g++ CPU, 4-9 min wall on a 2-core machine,
+# built into ~/.cache/graphwidget/native/<this venv>. Without a compiler graphwidget still works (pure Python, slower
+# on big graphs), so `make native` goes on; `make test` requires it. `make demo` does not wait for it.
 native: $(STAMP)
+	@echo "== the optional compiled capture core (once per environment: ~2 min of g++ CPU, 4-9 min wall on 2 cores)"
 	$(VPY) -m graphwidget build-native || echo "graphwidget: continuing without the compiled capture core"
 
 setup: $(STAMP) native
@@ -45,8 +51,12 @@ setup: $(STAMP) native
 js: $(STAMP)
 	cd js && npm install --no-audit --no-fund && npm run build
 
-demo: setup
+# The demo runs on whichever engine is there (pure Python on a fresh clone: the built-in examples are small); the
+# compiled core is left to `make native` / `make test` so the demo is not minutes of g++ away.
+demo: $(STAMP)
+	@echo "== running the demo (python -m graphwidget demo --out out)"
 	$(VPY) -m graphwidget demo --out out
+	@$(VPY) -c "from graphwidget.capturing import native; native.available() or print('== the demo ran without the optional compiled core (faster capture of big graphs): make native builds it (a few minutes, once); make test does too')"
 
 # The whole suite: the front end's own tests, then every pytest test (browser, JupyterLab, slow ones included) in
 # parallel, with the compiled core required.

@@ -101,6 +101,7 @@ def test_the_crash_is_real_without_the_fix():
     assert proc.returncode < 0, proc.stderr[-1000:]  # killed by a signal, not a Python error
 
 
+@pytest.mark.slow  # a subprocess importing torch: 3-11 s
 def test_stack_guard_only_raises_the_soft_limit():
     script = textwrap.dedent("""
         import resource

@@ -112,6 +112,7 @@ def test_gradgraph_as_last_expression_renders_as_the_widget(kernel_env: Path) ->
     assert outputs(nb.cells[1])[0]["text"].strip() == "5"
 
 
+@pytest.mark.slow  # a real kernel (~4-5 s); tests/test_magics.py runs the magics in-process
 def test_magics_in_a_kernel(kernel_env: Path) -> None:
     nb = notebook([
         "%load_ext graphwidget\n"
@@ -243,6 +244,7 @@ def test_autograd_tour_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     assert len(widget_views(nb)) == 1
 
 
+@pytest.mark.slow  # a real kernel (~4-5 s); tests/test_advisor_magic.py covers advise in-process
 def test_gradgraph_advise_prints_the_findings_under_the_widget(kernel_env: Path) -> None:
     nb = execute(notebook([
         "%load_ext graphwidget\n"

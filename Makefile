@@ -59,10 +59,11 @@ demo: $(STAMP)
 	@$(VPY) -c "from graphwidget.capturing import native; native.available() or print('== the demo ran without the optional compiled core (faster capture of big graphs): make native builds it (a few minutes, once); make test does too')"
 
 # The whole suite: the front end's own tests, then every pytest test (browser, JupyterLab, slow ones included) in
-# parallel, with the compiled core required.
+# parallel, with the compiled core required; the few marked `timing` (a measured speed-up must show) after, alone.
 test: setup browser
 	cd js && npm install --no-audit --no-fund --silent && npm run build && npm test
-	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q $(XDIST) tests
+	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q $(XDIST) -m "not timing" tests; status=$$?; \
+	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q -m timing tests || status=1; exit $$status
 
 # A contributor's loop (~2-3 min on 2 cores): everything but the tests marked slow, in parallel; browser tests
 # included (the bundle is rebuilt when a js/ source changed). The core is used when built, not required.
@@ -74,10 +75,13 @@ $(BUNDLE): $(shell find js/src -type f 2>/dev/null) js/build.mjs js/package.json
 	cd js && npm install --no-audit --no-fund --silent && npm run build
 	touch $(BUNDLE) graphwidget/static/viewer.js
 
+PYTHON_ONLY := --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench --ignore=tests/test_install.py
 # The non-browser suite on the pure-Python engine (what a plain `pip install` user runs).
 test-python: $(STAMP)
-	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q $(XDIST) tests --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench \
-	  --ignore=tests/test_install.py -m "not browser and not jupyterlab"
+	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q $(XDIST) tests $(PYTHON_ONLY) -m "not browser and not jupyterlab and not timing"; \
+	  status=$$?; \
+	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q tests $(PYTHON_ONLY) -m "timing and not browser and not jupyterlab" || status=1; \
+	  exit $$status
 
 # ruff (config in pyproject.toml) and mypy (the package ships py.typed)
 lint: $(STAMP)

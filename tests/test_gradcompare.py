@@ -185,6 +185,7 @@ def test_cli_maths_change_exits_1_and_says_so(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # two CLI subprocesses that time both backwards: ~5 s
+@pytest.mark.timing
 def test_cli_fail_if_slower_follows_the_interval(tmp_path: Path) -> None:
     p = cli(tmp_path, "graphwidget.examples:homography_repeat", "graphwidget.examples:homography_broadcast",
             "--inputs", "cmpmod:make_inputs", "--fail-if-slower", "1000", "--repeat", "3")

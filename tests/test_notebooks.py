@@ -216,6 +216,7 @@ def _text(nb: Any) -> str:
 
 
 @pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
+@pytest.mark.timing  # its bmm finding is measured: alone, not beside another worker
 def test_memory_layout_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("memory_layout.ipynb", "BATCH, SIZE, CHANNELS = 8, 32, 3\nROUNDS = 5", kernel_env)
     text = _text(nb)

@@ -183,6 +183,7 @@ def test_figure_widget_click_sets_the_widget_selection():
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 def test_export_click_selects_the_node_in_the_viewer(tmp_path, chromium):
     pytest.importorskip("plotly")
     m, x = chain()

@@ -32,6 +32,19 @@ _EVAL = "autograd::engine::evaluate_function: "
 _NOT_OPS = ("[memory]", "autograd::engine::", "[OutOfMemory]")
 
 
+def _end_ns(event: Any) -> int:
+    """When an event ended (torch 2.4's events have only the start and the duration)."""
+    end = getattr(event, "end_ns", None)
+    return int(end()) if callable(end) else int(event.start_ns() + event.duration_ns())
+
+
+def _user_annotation(event: Any) -> bool:
+    """A ``record_function`` range rather than an op. torch 2.4's events cannot say (no ``is_user_annotation``):
+    there a range is told by its name only (``_NOT_OPS``, graphwidget's own ranges), which user ranges escape."""
+    check = getattr(event, "is_user_annotation", None)
+    return bool(check()) if callable(check) else False
+
+
 def _tensors(value: Any, depth: int = 0) -> List[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
@@ -159,7 +172,7 @@ class MemoryProbe:
                     mem.append((e.start_ns(), e.nbytes()))
             elif name.startswith(_EVAL):
                 evals.append(e)
-            elif not name.startswith(_NOT_OPS) and not e.is_user_annotation():
+            elif not name.startswith(_NOT_OPS) and not _user_annotation(e):
                 ops.append(e)
         mem.sort(key=lambda m: m[0])
         times = [m[0] for m in mem]
@@ -215,12 +228,12 @@ class MemoryProbe:
             by_thread.setdefault(e.start_thread_id(), []).append(e)
         top: List[Any] = []
         for evs in by_thread.values():
-            evs.sort(key=lambda e: (e.start_ns(), -e.end_ns()))
+            evs.sort(key=lambda e: (e.start_ns(), -_end_ns(e)))
             end = -1
             for e in evs:
                 if e.start_ns() >= end:
                     top.append(e)
-                    end = e.end_ns()
+                    end = _end_ns(e)
         top = [e for e in top if e.sequence_nr() >= 0]
         top.sort(key=lambda e: e.start_ns())
         seqs = sorted(seq_to_node)
@@ -233,7 +246,7 @@ class MemoryProbe:
             if hi is not None and hi <= lo:
                 b = a + 1 if a < len(seqs) and seqs[a] == lo else a
             if b > a:
-                points.append((seq_to_node[seqs[b - 1]], e.end_ns()))
+                points.append((seq_to_node[seqs[b - 1]], _end_ns(e)))
         return points
 
     @staticmethod
@@ -255,7 +268,7 @@ class MemoryProbe:
                 if not ready:
                     continue
                 v = ready.pop(0)
-            points.append((v, e.end_ns()))
+            points.append((v, _end_ns(e)))
             for u in nx.pred[v]:
                 if u in waiting:
                     waiting[u] -= 1

@@ -29,7 +29,17 @@ from ..attribution.attach import attributed_capture
 from ..attribution.recorder import Recorder
 from ..capturing.roots import loss_or_tensors
 from ..model.graph import GradGraph
-from .equivalence import EPS, Precision, check, describe, dominant_precision, flatten, lowest_precision, summarise
+from .equivalence import (
+    EPS,
+    Precision,
+    check,
+    describe,
+    dominant_dtype,
+    flatten,
+    lowest_dtype,
+    lowest_precision,
+    summarise,
+)
 from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_names
 from .state import State, mutations
 
@@ -211,11 +221,11 @@ class Side:
         from .reference import run_float64
         wide = Inputs(args, kwargs, wide=True)
         try:
-            out, leaves, graph = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
+            out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
         except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
             self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
             return
-        self.ref = (out, {wide.key(t): g for t, g in leaves}, graph)
+        self.ref = (out, {wide.key(t): g for t, g in leaves}, dtypes)
 
 
 def _same_structure(a: Side, b: Side) -> None:
@@ -235,8 +245,7 @@ def _precision(a: Side, b: Side) -> Precision:
         why = a.ref_error if a.ref is None else b.ref_error
         side = "A" if a.ref is None else "B"
         return Precision("fixed", run_dtype=run, why=f"side {side} cannot run in float64 ({why})")
-    refs = [a.ref[2], b.ref[2]]
-    ref, last = dominant_precision(refs), lowest_precision(refs)
+    ref, last = dominant_dtype([a.ref[2], b.ref[2]]), lowest_dtype([a.ref[2], b.ref[2]])
     if run is None or ref is None or last is None:
         return Precision("fixed", run_dtype=run, why="no floating-point tensor in the graphs")
     if EPS[ref] >= EPS[run]:

@@ -161,7 +161,7 @@ class Side:
         self.out: Any = None
         self.leaves: List[torch.Tensor] = []
         self.grads: List[Tuple[str, Tuple[str, Any], Optional[torch.Tensor], str]] = []  # naming.Entry
-        self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], GradGraph]] = None
+        self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], Dict[str, int]]] = None
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
 

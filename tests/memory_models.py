@@ -59,3 +59,17 @@ class ResNet(nn.Module):
 def resnet() -> ResNet:
     torch.manual_seed(0)
     return ResNet().eval()
+
+
+class Funnel(nn.Module):
+    """``tanh(linear)`` layers of different widths (64 → 256 → 1024 → 32), so the nodes hold different amounts at the
+    peak: what the viewer's "alive at the peak" colour must tell apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(64, 256)
+        self.wide = nn.Linear(256, 1024)
+        self.down = nn.Linear(1024, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.down(torch.tanh(self.wide(torch.tanh(self.up(x)))))).pow(2).mean()

@@ -125,6 +125,41 @@ def test_peak_bytes_per_node_add_up_and_travel_in_json():
     assert "peak_bytes" not in json.loads(gw.capture(m(x)).to_json())["nodes"][0]
 
 
+def test_the_views_offer_the_peak_colour_exactly_when_nodes_hold_bytes_at_the_peak(tmp_path):
+    import base64
+    import gzip
+    import re
+
+    import traitlets
+
+    from graphwidget.views.payload import graph_payload
+    m, x = chain()
+    g = gw.profile(m, x, repeat=1, warmup=0, memory=True)
+    assert "peak_bytes" in graph_payload(g).metrics
+    doc = json.loads(g.to_json())
+    assert "peak_bytes" in graph_payload(doc).metrics and "peak_bytes" in graph_payload(g.to_json()).metrics
+    # no memory record: no peak_bytes key, no peak colour (in the widget either, with what to do instead)
+    for plain in (gw.profile(m, x, repeat=1, warmup=0), gw.capture(m(x))):
+        assert "peak_bytes" not in graph_payload(plain).metrics
+        w = gw.GraphWidget(plain)
+        assert "peak_bytes" not in w.available_metrics
+        with pytest.raises(traitlets.TraitError, match=r"no values for it.*memory=True"):
+            w.colour_by = "peak_bytes"
+    # a memory record where no node holds anything at the peak: one flat colour, so not offered
+    flat = json.loads(g.to_json())
+    for n in flat["nodes"]:
+        n["peak_bytes"] = 0
+    assert "peak_bytes" not in graph_payload(flat).metrics
+    w = gw.GraphWidget(g)
+    assert "peak_bytes" in w.available_metrics and w.colour_by == "bwd_ms"  # the default rule is unchanged
+    w.colour_by = "peak_bytes"
+    # the self-contained export carries every node's peak_bytes
+    page = g.export_html(tmp_path / "peak.html").read_text()
+    data = re.search(r'id="gw-graph-data"[^>]*>([^<]+)<', page).group(1)
+    nodes = json.loads(gzip.decompress(base64.b64decode(data)))["nodes"]
+    assert {n["id"]: n["peak_bytes"] for n in nodes} == {v: g.node(v)["peak_bytes"] for v in g.nodes()}
+
+
 def test_a_broken_memory_record_is_refused_naming_the_field():
     m, x = chain()
     doc = json.loads(gw.profile(m, x, repeat=1, warmup=0, memory=True).to_json())

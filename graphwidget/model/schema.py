@@ -31,8 +31,8 @@ NODE_KEYS: Tuple[str, ...] = (
     "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source",
 )
 #: Optional node keys, written after :data:`NODE_KEYS` only by graphs that have them (a memory-profiled graph:
-#: ``gw.profile(..., memory=True)``, docs/memory.md). Not in the capture's records nor (yet) in the front end's
-#: ``NODE_KEYS``: readers that do not know them ignore them.
+#: ``gw.profile(..., memory=True)``, docs/memory.md). Not in the capture's records nor in the front end's
+#: ``NODE_KEYS`` (its node type has them as optional fields): readers that do not know them ignore them.
 OPTIONAL_NODE_KEYS: Tuple[str, ...] = ("peak_bytes",)
 
 

@@ -11,7 +11,7 @@ from ..model import io, schema
 from ..model.graph import GradGraph
 
 #: Every colour metric the viewer knows (js/src/model/colour.ts), in menu order.
-COLOUR_METRICS = ("grad_bytes", "saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none")
+COLOUR_METRICS = ("grad_bytes", "saved_bytes", "peak_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ def available_metrics(nodes: Any) -> Tuple[str, ...]:
             have.add("bwd_ms")
         if d.get("fwd_ms") is not None:
             have.add("fwd_ms")
+        # memory-profiled graphs only (docs/memory.md); all zeros would be one flat colour, so it needs a holder
+        if (d.get("peak_bytes") or 0) > 0:
+            have.add("peak_bytes")
         if len(have) == len(COLOUR_METRICS):
             break
     return tuple(m for m in COLOUR_METRICS if m in have)

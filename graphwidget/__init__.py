@@ -20,7 +20,7 @@ from .model import GradGraph, SchemaError
 
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
-    "Diff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension", "advise",
+    "Diff", "MultiDiff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension", "advise",
 ]
 
 try:
@@ -49,8 +49,9 @@ _LAZY = {
     "DiffWidget": ("views.diff_widget", "DiffWidget"),
     "export_html": ("views.export", "export_html"),
     "diff": ("analysis.diff", "diff"),
-    "compare": ("experiment.compare", "compare"),
+    "compare": ("experiment.nway", "compare"),  # two functions, or N sides (a dict or a list)
     "Diff": ("analysis.diff", "Diff"),
+    "MultiDiff": ("analysis.diff.multi", "MultiDiff"),
     "advise": ("analysis.advisor", "advise"),
 }
 
@@ -68,7 +69,8 @@ def __getattr__(name: str) -> Any:
 
 
 def load_json(text: Any) -> Any:
-    """Read what ``to_json()`` wrote: a :class:`GradGraph`, or a diff (``gw.diff``/``gw.compare``). The document is
+    """Read what ``to_json()`` wrote: a :class:`GradGraph`, a diff (``gw.diff``/``gw.compare``) or an N-way
+    comparison (:class:`MultiDiff`: ``gw.compare`` of N sides, a rank set's view). The document is
     validated first; a broken file raises ``ValueError`` naming the node and the field. Works without torch.
 
     >>> g2 = gw.load_json(g.to_json())        # doctest: +SKIP
@@ -80,6 +82,9 @@ def load_json(text: Any) -> Any:
         if isinstance(data, dict) and data.get("format") == schema.DIFF_FORMAT:
             from .analysis.diff import Diff
             return Diff.from_dict(data)
+        if isinstance(data, dict) and data.get("format") == schema.NWAY_FORMAT:
+            from .analysis.diff.multi import MultiDiff
+            return MultiDiff.from_dict(data)
         return io.graph_from_parsed(data)
 
 

@@ -50,7 +50,7 @@ _LAZY = {
     "GraphWidget": ("views.widget", "GraphWidget"),
     "DiffWidget": ("views.diff_widget", "DiffWidget"),
     "export_html": ("views.export", "export_html"),
-    "diff": ("analysis.diff", "diff"),
+    "diff": ("analysis.diff.multi", "diff"),  # two graphs, or N (a dict or a list)
     "compare": ("experiment.nway", "compare"),  # two functions, or N sides (a dict or a list)
     "Diff": ("analysis.diff", "Diff"),
     "MultiDiff": ("analysis.diff.multi", "MultiDiff"),

@@ -129,6 +129,17 @@ def test_a_graph_break_gives_two_regions_each_covering_its_part() -> None:
     assert first["shared_with"] == [second["node"]]
 
 
+def test_gw_diff_of_n_graphs_you_already_have(three: Dict[str, Any]) -> None:
+    d: MultiDiff = three["d"]
+    graphs = {label: gw.load_json(d.graphs[label].to_json()) for label in d.sides}
+    m = gw.diff(graphs, reference="refactor")
+    assert m.sides == ("refactor", "eager", "compiled") and m.equivalent is None
+    assert m.pair(0, 1).matched == [(b, a) for a, b in sorted(d.pair(0, 1).matched, key=lambda p: p[1])]
+    two = gw.diff(graphs["eager"], graphs["refactor"])
+    assert isinstance(two, gw.Diff) and two.matched == d.pair(0, 1).matched
+    assert "graphwidget" in m._repr_mimebundle_()["text/html"]
+
+
 def test_turning_order_meets_every_pair_in_both_orders() -> None:
     for n in (2, 3, 4, 5):
         for start in range(0, 2 * n, 2):

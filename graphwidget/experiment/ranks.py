@@ -116,8 +116,19 @@ def trace(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) 
     return gathered(lambda: _trace(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.trace")
 
 
-profile.__doc__ = f"{profile.__doc__}\n\n{_profile.__doc__}"
-trace.__doc__ = f"{trace.__doc__}\n\n{_trace.__doc__}"
+def _with_ranks(fn: Any, stage: Any) -> None:
+    """``fn`` documented and signed as the stage function plus ``ranks=None`` (what help() and editors show)."""
+    import inspect
+    sig = inspect.signature(stage)
+    params = list(sig.parameters.values())
+    at = next(i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_KEYWORD)
+    params.insert(at, inspect.Parameter("ranks", inspect.Parameter.KEYWORD_ONLY, default=None))
+    fn.__signature__ = sig.replace(parameters=params, return_annotation="GradGraph | RankSet")
+    fn.__doc__ = f"{fn.__doc__}\n\n{stage.__doc__}"
+
+
+_with_ranks(profile, _profile)
+_with_ranks(trace, _trace)
 
 
 # -- one rank's side ---------------------------------------------------------------------------------------------------
@@ -184,13 +195,23 @@ def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, wh
         info["unused_error"] = f"{type(exc).__name__}: {exc}"
     g.meta["rank"] = info
     via = opts.via if opts.via != "auto" else ("files" if opts.dir is not None else "object")
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        """Seconds since the previous lap."""
+        now = time.perf_counter()
+        took, clock[0] = now - clock[0], now
+        return round(took, 4)
+
     text = g.to_json() if rank in which else None
+    serialize_s = lap()
     status: Dict[str, Any] = {"ok": True, "t": time.time(), "bytes": len(text) if text is not None else 0}
-    t0 = time.perf_counter()
     if opts.dir is not None and text is not None:
         status["file"] = str(_write(Path(opts.dir), rank, text))
+    write_s = lap()
     _post(store, prefix, rank, status)
     statuses = _wait_all(store, prefix, world, rank, opts.timeout, who)
+    wait_s = lap()
     if via == "object":
         got: Optional[List[Any]] = [None] * world if rank == opts.dst else None
         try:
@@ -204,6 +225,7 @@ def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, wh
         texts = {r: _read(statuses[r], r, who) for r in which}
     else:
         texts = {}
+    transfer_s = lap()
     if rank != opts.dst:
         return g
     from ..model.io import load_json
@@ -211,10 +233,12 @@ def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, wh
     for r, gr in graphs.items():
         if r != rank:
             gr.meta.setdefault("rank", {"rank": r})
-    seconds = time.perf_counter() - t0
+    parse_s = lap()
     return RankSet(graphs, world_size=world,
-                   gather={"via": via, "seconds": round(seconds, 4),
-                           "bytes": sum(int(statuses[r].get("bytes") or 0) for r in which)})
+                   gather={"via": via, "bytes": sum(int(statuses[r].get("bytes") or 0) for r in which),
+                           "serialize_s": serialize_s, "write_s": write_s, "wait_s": wait_s,
+                           "transfer_s": transfer_s, "parse_s": parse_s,
+                           "seconds": round(serialize_s + write_s + transfer_s + parse_s, 4)})
 
 
 def _post(store: Any, prefix: str, rank: int, status: Dict[str, Any]) -> None:

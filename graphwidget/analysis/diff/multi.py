@@ -23,6 +23,7 @@ from ...model import io, schema
 from ...model.graph import GradGraph
 from . import fusion
 from .result import Diff, build
+from .result import diff as two_way_diff
 from .verdicts import BAND, FASTER, SAME, SLOWER, factor, maths_text, memory_text
 
 Verdicts = Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]  # (equivalence, timing)
@@ -363,6 +364,20 @@ def multi_diff(graphs: Any, labels: Optional[Sequence[str]] = None, reference: A
     k = 0 if reference is None else _ref_index(reference, labs, "graphwidget.diff")
     order = [k] + [i for i in range(len(gs)) if i != k]
     return build_multi([gs[i] for i in order], [labs[i] for i in order])
+
+
+def diff(a: Any, b: Any = None, labels: Optional[Sequence[str]] = None, reference: Any = None) -> Any:
+    """``gw.diff``: two graphs (``diff(a, b, labels)``: :func:`.result.diff`, a :class:`Diff`), or N graphs as a dict
+    label -> GradGraph or a list (``diff({"a": g1, "b": g2, "c": g3}, reference="b")``: :func:`multi_diff`, a
+    :class:`MultiDiff`). Torch-free."""
+    if b is None and isinstance(a, (dict, list, tuple)):
+        return multi_diff(a, labels=labels, reference=reference)
+    if reference is not None:
+        raise TypeError("graphwidget.diff: reference= is for N graphs (a dict or a list); two graphs are A and B.")
+    return two_way_diff(a, b, labels)
+
+
+diff.__doc__ = f"{diff.__doc__}\n\nTwo graphs:\n{two_way_diff.__doc__}"
 
 
 def default_labels(n: int) -> List[str]:

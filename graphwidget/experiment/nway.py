@@ -42,14 +42,16 @@ compare.__doc__ = f"{compare.__doc__}\n\nTwo sides:\n{two_way.__doc__}"
 
 def _labels(fns: Any, labels: Any) -> Tuple[List[Callable[..., Any]], List[str]]:
     if isinstance(fns, Mapping):
+        if labels is not None:
+            raise ValueError("graphwidget.compare: a dict's keys are the labels; pass labels= only with a list of "
+                             "functions.")
         if not all(isinstance(k, str) and k for k in fns):
             raise ValueError("graphwidget.compare: the dict's keys name the sides: use non-empty strings, e.g. "
                              "{'eager': f, 'compiled': torch.compile(f)}.")
         return list(fns.values()), list(fns)
     items = list(fns)
-    if labels is not None and not (isinstance(labels, (list, tuple)) and tuple(labels) == ("A", "B")
-                                   and len(items) != 2):
-        return items, list(labels)
+    if labels is not None:
+        return items, list(labels) if isinstance(labels, (list, tuple)) else labels
     names = [getattr(f, "__name__", None) or type(f).__name__ for f in items]
     ok = all(isinstance(x, str) and x and x != "<lambda>" for x in names) and len(set(names)) == len(names)
     return items, names if ok else default_labels(len(items))

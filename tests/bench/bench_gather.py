@@ -15,7 +15,12 @@ over the repeats, seconds, from rank 0:
 * ``move``: the transfer — ``torch.distributed.gather_object`` on graphwidget's gloo group, or rank 0 reading the
   other ranks' files;
 * ``parse``: rank 0 reading the others' graphs back (``gw.load_json``: validation, then the graph);
-* ``total``: gathered() as a whole on rank 0, building the RankSet included.
+* ``total``: gathered() as a whole on rank 0. Besides the columns it holds building the RankSet and, with the
+  pure-Python engine, the garbage collector's first pass over the graphs just read (``load_json`` pauses the
+  collector; the compiled core untracks what it builds, pure Python cannot, so the pass comes at the next
+  allocations).
+
+``MB moved`` is the JSON of every gathered graph, rank 0's own included.
 
 No target: the numbers say which transport to default to. The capture engine (compiled core or pure Python)
 writes and reads the JSON, so it is said with the numbers.

@@ -21,7 +21,7 @@ from .model import GradGraph, SchemaError
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
     "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "load_ranks", "GraphWidget", "DiffWidget", "export_html",
-    "examples", "load_ipython_extension", "advise",
+    "examples", "load_ipython_extension", "advise", "with_checkpoint",
 ]
 
 try:
@@ -57,6 +57,7 @@ _LAZY = {
     "RankSet": ("analysis.ranks", "RankSet"),
     "load_ranks": ("analysis.ranks", "load_ranks"),
     "advise": ("analysis.advisor", "advise"),
+    "with_checkpoint": ("experiment.checkpointing", "with_checkpoint"),
 }
 
 

@@ -51,6 +51,11 @@ def test_every_side_is_judged_against_the_reference_like_a_two_way_compare(three
     # the same record as the two-way compare: the same tensors, verdicts and figures
     strip = lambda eq: [(t["name"], t["allclose"], t["max_abs"]) for t in eq["tensors"]]  # noqa: E731
     assert strip(p.equivalence) == strip(two.equivalence) and p.equivalence["method"] == two.equivalence["method"]
+    # the same float64 reference and tolerance, so the same words
+    for key in ("precision", "reference_precision", "rounding", "near_zero", "equivalent"):
+        assert p.equivalence.get(key) == two.equivalence.get(key), key
+    assert p.equivalence["reference_precision"] == "float64"
+    assert p.summary()["sentence"] == two.summary()["sentence"]
     assert p.matched == two.matched and p.added == two.added == [] and p.removed == []
     rows = {r["label"]: r for r in d.table()}
     assert rows["eager"]["reference"] and rows["refactor"]["maths"].startswith("same maths")
@@ -168,6 +173,26 @@ def test_profiled_every_pair_gets_the_two_way_timing_record() -> None:
     assert r12 == pytest.approx(1 / r21, rel=0.2)
     assert all(r["step"] is not None for r in d.table()[1:])
     assert all(g.meta.get("timed") for g in d.graphs.values())
+    # the two-way words read the N-way records: the sentence's speed part and each ratio's interval
+    for k in (1, 2):
+        t, s = d.pair(0, k).timing, d.pair(0, k).summary()
+        assert s["interval"]["step_ms"] == [t["step"]["low"], t["step"]["high"]]
+        assert "whole step" in s["sentence"]
+
+
+def test_memory_measures_every_sides_peak_against_the_reference() -> None:
+    ex = gw.examples
+    inp = ex.homography_inputs(batch=2, height=32, width=32)
+    d = gw.compare({"repeat": ex.homography_repeat, "broadcast": ex.homography_broadcast,
+                    "again": ex.homography_repeat}, **inp, memory=True, advise=False)
+    peaks = {k: d.pair(0, k).summary()["memory"]["peak"] for k in (1, 2)}
+    assert all(p["measured"] for p in peaks.values())
+    assert peaks[1]["a"] == peaks[2]["a"] > 0  # one measured step of the reference, shared by its pairs
+    assert peaks[1]["b"] < peaks[1]["a"]  # as two-way: broadcasting holds less than repeating
+    back = gw.load_json(d.to_json())
+    assert back.pair(0, 1).summary()["memory"]["peak"]["b"] == peaks[1]["b"]
+    with pytest.raises(TypeError, match="memory must be True or False"):
+        gw.compare({"a": ex.homography_repeat, "b": ex.homography_broadcast}, **inp, memory="yes")
 
 
 def test_the_callers_state_is_left_alone() -> None:

@@ -194,6 +194,31 @@ def test_rankset_groups_maps_and_reads_back(tmp_path: Path) -> None:
     assert "rank 2&#x27;s graph differs" in page and 'id="gw-nway-data"' in page
 
 
+def test_every_ranks_nodes_carry_their_spread_over_the_ranks() -> None:
+    rs = RankSet(_graphs())
+    d = rs.nway("all")
+    ref = rs[rs.reference]
+    for n in ref.nx:
+        assert ref.nx.nodes[n]["rank_spread_ms"] == pytest.approx(rs.node_stats(n)["spread_ms"])
+    # rank 2's extra node has no reference node, so no spread; its others carry their reference node's
+    m2 = {j: i for i, j in rs.mapping(2).items()}
+    for j, rec in rs[2].nx.nodes(data=True):
+        assert rec["rank_spread_ms"] == (None if j not in m2 else ref.nx.nodes[m2[j]]["rank_spread_ms"])
+    assert any(rec["rank_spread_ms"] is None for _, rec in rs[2].nx.nodes(data=True))
+    # the views open coloured by it, and it survives the JSON round trip of the graphs and the document
+    from graphwidget.views.nway_view import colour
+    assert colour(d) == "rank_spread_ms"
+    back = gw.load_json(ref.to_json())
+    assert back.nx.nodes[0]["rank_spread_ms"] == ref.nx.nodes[0]["rank_spread_ms"]
+    again = gw.load_json(d.to_json())
+    assert [again.graphs[x].nx.nodes[0]["rank_spread_ms"] for x in again.sides] == \
+        [d.graphs[x].nx.nodes[0]["rank_spread_ms"] for x in d.sides]
+    doc = json.loads(ref.to_json())
+    doc["nodes"][0]["rank_spread_ms"] = -1.0
+    with pytest.raises(gw.SchemaError, match="rank_spread_ms"):
+        gw.load_json(json.dumps(doc))
+
+
 def test_ranks_none_is_the_plain_function_and_ranks_need_a_process_group() -> None:
     x = torch.randn(3, requires_grad=True)
     g = gw.profile(lambda t: (t * 2).sum(), x, repeat=1)

@@ -199,7 +199,23 @@ class RankSet:
             stats["ranks"].append(len(have))
         self._stats = {"ids": ids, **({k: v for k, v in cols.items()} if timed else {}),
                        "stats": stats if timed else None}
+        if timed:
+            self._write_spread(ids, stats["spread_ms"])
         return self._stats
+
+    def _write_spread(self, ids: List[int], spread: List[Optional[float]]) -> None:
+        """Each rank's graph gets, on every node, the time spread over the ranks of its reference node
+        (``rank_spread_ms``: the by-rank colouring every view reads, docs/nway.md); a node the reference lacks gets
+        none. A graph without ``meta.rank`` is given one, so its JSON carries the key."""
+        by_ref = dict(zip(ids, spread))
+        for r in self.ranks:
+            g = self.graphs[r]
+            if not isinstance(g.meta.get("rank"), dict):
+                g.meta["rank"] = {"rank": r, "world_size": self.world_size}
+            back = {j: i for i, j in self.mapping(r).items()}
+            for j, rec in g.nx._node.items():
+                i = back.get(j)
+                rec["rank_spread_ms"] = None if i is None else by_ref.get(i)
 
     def node_stats(self, node: int) -> Dict[str, Any]:
         """Node ``node`` of the reference graph across ranks: ``{"min", "median", "max", "straggler", "spread_ms",

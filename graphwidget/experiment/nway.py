@@ -59,13 +59,15 @@ def _labels(fns: Any, labels: Any) -> Tuple[List[Callable[..., Any]], List[str]]
 
 def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, reference: Any = None,
                   profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
-                  threads: Optional[int] = None, advise: bool = True, **kwargs: Any) -> MultiDiff:
+                  threads: Optional[int] = None, advise: bool = True, memory: bool = False,
+                  **kwargs: Any) -> MultiDiff:
     """Run every function of ``fns`` (a dict label -> function, or a list; labels then from ``labels`` or the
     functions' names) on its own copy of ``*args, **kwargs`` and return the :class:`MultiDiff` of their graphs:
     every side matched to the reference (``reference=``, a label or index; default the first), with the
     equivalence verdict of every pair of sides and, with ``profile=True``, the speed verdict of every pair from
     interleaved plain runs of all sides (``budget`` seconds per side compared to the reference), and per-node
-    times from ``repeat`` instrumented rounds. The options mean what they mean for two sides
+    times from ``repeat`` instrumented rounds; with ``memory=True``, one more plain step of each side with its
+    allocator peak measured (each pair's ``memory``). The options mean what they mean for two sides
     (:func:`graphwidget.compare`). The caller's tensors, ``.grad``, parameters, buffers, RNG state, grad mode and
     default dtype are left as they were."""
     items, labs = _labels(fns, labels)
@@ -78,6 +80,8 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
             raise TypeError(f"graphwidget.compare: side {label!r} must be callable (a function or an nn.Module); got "
                             f"{type(fn).__name__}.")
     _check_options(profile, repeat, band, budget, threads)
+    if not isinstance(memory, bool):
+        raise TypeError(f"graphwidget.compare: memory must be True or False; got {memory!r}.")
     k = 0 if reference is None else _ref_index(reference, labs, "graphwidget.compare")
     perm = [k] + [i for i in range(len(items)) if i != k]
     items, labs = [items[i] for i in perm], [labs[i] for i in perm]
@@ -108,6 +112,7 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
             timing: Dict[Tuple[int, int], Dict[str, Any]] = {}
             if profile:
                 timing = _time(sides, state, repeat, band, budget, threads, items[0], args, kwargs)
+            peaks = _peaks(sides, state, items[0], args, kwargs) if memory else None
             graphs = []
             for s in sides:
                 assert s.graph is not None
@@ -116,6 +121,9 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
             verdicts: Dict[Tuple[int, int], Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]] = \
                 {p: (eq, timing.get(p)) for p, eq in equivalence.items()}
             d = build_multi(graphs, labs, verdicts=verdicts)
+            if peaks is not None:
+                for k in range(1, n):
+                    d.pair(0, k).memory = dict(peaks, peak=[peaks["peak"][0], peaks["peak"][k]])
         finally:
             _restore(state, saved_grads)
     finally:
@@ -145,6 +153,8 @@ def _check_options(profile: Any, repeat: Any, band: Any, budget: Any, threads: A
 def _time(sides: Sequence[Side], state: State, repeat: int, band: float, budget: float, threads: Optional[int],
           fn0: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Dict[Tuple[int, int], Dict[str, Any]]:
     """Every pair's speed record from plain runs of all sides, then per-node times from instrumented ones."""
+    import torch
+
     from ..profiling.checks import guess_device
     from . import nway_speed, speed
     from .interleave import GradGuard
@@ -156,8 +166,13 @@ def _time(sides: Sequence[Side], state: State, repeat: int, band: float, budget:
         timing = nway_speed.measure(plain, band=band, budget_s=budget * (len(sides) - 1), threads=threads)
         graphs = [s.graph for s in sides]
         assert all(g is not None for g in graphs)
-        per_node = nway_speed.per_node([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in sides],
-                                       graphs, repeat, guard, device)  # type: ignore[arg-type]
+        configured = torch.get_num_threads()
+        try:  # per-node times with the threads the verdicts used, so the two read alike (as two-way compare)
+            torch.set_num_threads(next(iter(timing.values()))["threads"])
+            per_node = nway_speed.per_node([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in sides],
+                                           graphs, repeat, guard, device)  # type: ignore[arg-type]
+        finally:
+            torch.set_num_threads(configured)
     finally:
         guard.restore()
     for (_, j), t in timing.items():
@@ -166,6 +181,22 @@ def _time(sides: Sequence[Side], state: State, repeat: int, band: float, budget:
         t.update(ratio=step["ratio"], low=step["low"], high=step["high"], runs=t["rounds"],
                  verdict=labelled(step["verdict"], sides[j].label, band))
     return timing
+
+
+def _peaks(sides: Sequence[Side], state: State, fn0: Any, args: Sequence[Any],
+           kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """One plain step of every side with its allocator peak measured (two-way compare's ``_peaks``, N sides)."""
+    from ..profiling.checks import guess_device
+    from .interleave import GradGuard
+    from .peak import measure_peak
+    device = guess_device(fn0, args, kwargs)
+    guard = GradGuard()
+    try:
+        got = [measure_peak(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
+               for s in sides]
+    finally:
+        guard.restore()
+    return {"peak": [x["bytes"] for x in got], "source": got[0]["source"], "measured": True, "device": str(device)}
 
 
 def _advise_graph(g: Any) -> None:

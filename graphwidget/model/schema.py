@@ -36,18 +36,21 @@ NODE_KEYS: Tuple[str, ...] = (
     "op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
     "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source",
 )
-#: Optional node keys, written after :data:`NODE_KEYS` only by graphs that have them (a memory-profiled graph:
-#: ``gw.profile(..., memory=True)``, docs/memory.md). Not in the capture's records nor (yet) in the front end's
-#: ``NODE_KEYS``: readers that do not know them ignore them.
-OPTIONAL_NODE_KEYS: Tuple[str, ...] = ("peak_bytes",)
+#: Optional node keys, written after :data:`NODE_KEYS` only by graphs that have them: ``peak_bytes`` by a
+#: memory-profiled graph (``gw.profile(..., memory=True)``, docs/memory.md), ``rank_spread_ms`` by a rank's graph
+#: (``meta.rank``: the node's time spread over the ranks, docs/nway.md). Not in the capture's records nor in the
+#: front end's ``NODE_KEYS``: readers that do not know them ignore them.
+OPTIONAL_NODE_KEYS: Tuple[str, ...] = ("peak_bytes", "rank_spread_ms")
 
 
 def node_keys(meta: Optional[Dict[str, Any]]) -> Tuple[str, ...]:
     """The node keys a graph with this ``meta`` writes: :data:`NODE_KEYS`, plus ``peak_bytes`` when it carries a
-    memory record."""
-    if meta is not None and isinstance(meta.get("memory"), dict):
-        return NODE_KEYS + OPTIONAL_NODE_KEYS
-    return NODE_KEYS
+    memory record and ``rank_spread_ms`` when it is a rank's graph."""
+    if meta is None:
+        return NODE_KEYS
+    extra = (("peak_bytes",) if isinstance(meta.get("memory"), dict) else ()) + \
+        (("rank_spread_ms",) if isinstance(meta.get("rank"), dict) else ())
+    return NODE_KEYS + extra
 
 
 #: Edge record keys, in the order they are written to JSON (after ``source`` and ``target``).
@@ -328,6 +331,8 @@ _NODE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
     "bwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
     "grad_bytes": _simple(_nonneg_int, "a non-negative integer (bytes)"),
     "peak_bytes": _simple(_nonneg_int, "a non-negative integer (bytes held at the memory peak)"),
+    "rank_spread_ms": _simple(_nonneg_num, "a finite non-negative number (ms: max - min of the node's time over "
+                                           "the ranks)"),
     "lib_source": _simple(_is_str, "a string such as \"torch/nn/functional.py:6229\""),
 }
 _EDGE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {

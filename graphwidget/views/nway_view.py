@@ -62,9 +62,18 @@ def metrics(d: Any) -> Tuple[str, ...]:
     return tuple(m for m in COLOUR_METRICS if m in (have or {"none"}))
 
 
+def colour(d: Any) -> str:
+    """The colour the panes open with: ranks by their time spread over the ranks when timed, else the graphs'
+    default (:func:`~graphwidget.views.payload.default_colour`)."""
+    have = metrics(d)
+    if d.kind == "ranks" and "rank_spread_ms" in have:
+        return "rank_spread_ms"
+    return default_colour(have)
+
+
 def payload(d: Any) -> Tuple[bytes, str]:
     """The document, gzip-compressed (the same bytes for the same comparison), and the colour to open with."""
-    return gzip.compress(d.to_json().encode("utf-8"), compresslevel=6, mtime=0), default_colour(metrics(d))
+    return gzip.compress(d.to_json().encode("utf-8"), compresslevel=6, mtime=0), colour(d)
 
 
 # -- the table on top (and the static display) ------------------------------------------------------------------------

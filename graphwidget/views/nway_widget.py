@@ -14,8 +14,7 @@ import ipywidgets
 import traitlets
 
 from .diff_widget import DiffWidget
-from .nway_view import as_nway, metrics, static_nway_html
-from .payload import default_colour
+from .nway_view import as_nway, colour, static_nway_html
 
 __all__ = ["NWayWidget"]
 
@@ -35,8 +34,7 @@ class NWayWidget(ipywidgets.VBox):  # type: ignore[misc]
     def __init__(self, diff: Any, *, height: int = 500, colour_by: Optional[str] = None, **kwargs: Any) -> None:
         d = as_nway(diff, "NWayWidget")
         self.diff = d
-        colour = colour_by or default_colour(metrics(d))
-        self.panes: List[DiffWidget] = [DiffWidget(d.pair(0, k), height=height, colour_by=colour)
+        self.panes: List[DiffWidget] = [DiffWidget(d.pair(0, k), height=height, colour_by=colour_by or colour(d))
                                         for k in range(1, len(d.sides))]
         self._following = False
         super().__init__([ipywidgets.HTML(static_nway_html(d))] + self.panes, **kwargs)

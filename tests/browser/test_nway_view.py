@@ -85,6 +85,9 @@ def test_a_click_in_one_pane_selects_the_counterparts_in_all(watched: Any, tmp_p
                      api(page, 0, "[a.selected('a'), a.selected('b')]"))
     assert got == [ref_root, d.counterparts(d.reference, ref_root)["refactor"]]
     assert api(page, 1, "[a.selected('a'), a.selected('b')]") == [ref_root, region]
+    shots = Path("/tmp/gw-shots")
+    shots.mkdir(exist_ok=True)
+    page.screenshot(path=str(shots / "nway-three-ways.png"), full_page=True)
     w.assert_clean()
 
 
@@ -112,4 +115,52 @@ def test_a_rank_set_export_draws_its_panes_and_the_per_rank_tables(watched: Any,
     assert page.locator(".gw-nway-ranks tbody tr").count() == 3
     assert "<b>extra</b>.weight" in page.locator(".gw-nway-ranks").inner_text()  # shown as text
     assert page.locator(".gw-nway-divergent").count() == 1
+    w.assert_clean()
+
+
+def test_a_rank_set_opens_coloured_by_each_nodes_spread_over_the_ranks(watched: Any, tmp_path: Path) -> None:
+    import torch
+
+    from graphwidget.analysis.ranks import RankSet
+    lin = torch.nn.Linear(4, 4)
+
+    def step(x: torch.Tensor, branch: bool) -> torch.Tensor:
+        h = torch.relu(lin(x))
+        return (h * 2 if branch else h).sum()
+
+    graphs = {}
+    for r in range(3):
+        g = gw.profile(step, torch.randn(2, 4), r == 2, repeat=1, warmup=0)
+        g.meta["rank"] = {"rank": r, "world_size": 3}
+        for _, rec in g.nx.nodes(data=True):  # times set by hand: one node slow on rank 1, the rest alike
+            rec["fwd_ms"], rec["bwd_ms"] = None, 1.0
+        graphs[r] = g
+    slow = graphs[1].nodes(op="AddmmBackward0")[0]
+    graphs[1].nx.nodes[slow]["bwd_ms"] = 5.0
+    rs = RankSet(graphs)
+    assert rs.node_stats(slow)["spread_ms"] == 4.0
+    w = open_page(watched, rs.export_html(tmp_path / "ranks.html", ranks=[0, 2]))
+    page = w.page
+    assert api(page, 0, "a.colour()") == "rank_spread_ms"
+    option = page.locator(".gw-nway-pane select option[value='rank_spread_ms']").first
+    assert option.inner_text() == "time spread over ranks" and option.get_attribute("disabled") is None
+    assert "spread" in api(page, 0, "a.legendText()")
+    hot = api(page, 0, f"a.nodeColour({slow}, 'a')")
+    calm = [api(page, 0, f"a.nodeColour({n}, 'a')") for n in rs[0].nx if n != slow]
+    assert hot and all(c and c != hot for c in calm) and len(set(calm)) == 1  # every other node's spread is 0
+    # rank 2's pane: its counterpart of the slow node has the same colour; its extra node (the branch) has none
+    m2 = rs.mapping(2)
+    assert api(page, 0, f"a.nodeColour({m2[slow]}, 'b')") == hot
+    extra = rs.pair(0, 2).added[0]
+    assert api(page, 0, f"a.nodeColour({extra}, 'b')") not in (hot, calm[0])
+    # the hover says it
+    api(page, 0, f"a.centre({slow}, 'a')")
+    pos = api(page, 0, f"a.nodeScreenPosition({slow}, 'a')")
+    page.mouse.move(pos["x"], pos["y"])
+    tip = page.locator(".gw-nway-pane").first.locator(".gw-tooltip:not([hidden])")
+    text = wait_until(lambda: tip.count() == 1 and tip.inner_text())
+    assert text and "spread over ranks 4" in text and "AddmmBackward0" in text
+    shots = Path("/tmp/gw-shots")
+    shots.mkdir(exist_ok=True)
+    page.screenshot(path=str(shots / "nway-ranks-spread.png"))
     w.assert_clean()

@@ -24,7 +24,7 @@ from ...model.graph import GradGraph
 from . import fusion
 from .result import Diff, build
 from .result import diff as two_way_diff
-from .verdicts import BAND, FASTER, SAME, SLOWER, factor, maths_text, memory_text
+from .verdicts import BAND, FASTER, SAME, SLOWER, clean_equivalence, clean_timing, factor, maths_text, memory_text
 
 Verdicts = Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]  # (equivalence, timing)
 
@@ -171,10 +171,11 @@ class MultiDiff:
             d = self.pair(0, k)
             s = d.summary()
             ref_totals = s["a"]
-            t = d.timing if isinstance(d.timing, dict) else {}
+            t = clean_timing(d.timing) or {}  # the records as written; the words read them typed
             band = float(t["band"]) if isinstance(t.get("band"), (int, float)) else BAND
             regs = self.regions(k)
-            row = {"label": label, "reference": False, "maths": maths_text(d.equivalence, d.labels),
+            row = {"label": label, "reference": False, "maths": maths_text(clean_equivalence(d.equivalence),
+                                                                            d.labels),
                    "equivalent": d.equivalent, "nodes": len(g), "matched": len(d.matched),
                    "changed": len(d.changed), "added": len(d.added), "removed": len(d.removed),
                    "grad_bytes": s["delta"]["grad_bytes"], "saved_bytes": s["delta"]["saved_bytes"],
@@ -203,10 +204,10 @@ class MultiDiff:
         for k in range(1, len(self.sides)):
             d = self.pair(0, k)
             bits = []
-            m = maths_text(d.equivalence, d.labels)
+            m = maths_text(clean_equivalence(d.equivalence), d.labels)
             if m:
                 bits.append(m)
-            t = d.timing if isinstance(d.timing, dict) else {}
+            t = clean_timing(d.timing) or {}
             band = float(t["band"]) if isinstance(t.get("band"), (int, float)) else BAND
             if isinstance(t.get("step"), dict) and t["step"].get("ratio") is not None:
                 bits.append("whole step " + cell_text(t["step"], band))
@@ -428,19 +429,19 @@ def _from_dict(cls: type, data: Any, who: str) -> MultiDiff:
         schema.validate_nway(data, [set(g.nx.nodes) for g in graphs])
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
-    from .verdicts import clean_equivalence, clean_timing
+    from .memory import clean_measured
+    # As a two-way diff read back: the verdicts are kept as written (a newer release's keys survive a round trip);
+    # the words read them through clean_equivalence / clean_timing, which never trust a field's type.
     pairs = []
     for entry in sorted(data["pairs"], key=lambda e: e["side"]):
         k = entry["side"]
         summary = entry.get("summary") or {}
-        pairs.append(Diff(graphs[0], graphs[k], labels=(labs[0], labs[k]),
-                          matched=[(x, y) for x, y in entry["matched"]],
-                          changed=[(x, y, f) for x, y, f in entry.get("changed") or ()],
-                          removed=entry["removed"], added=entry["added"],
-                          equivalence=clean_equivalence(summary.get("equivalence")),
-                          timing=clean_timing(summary.get("timing"))))
-    verdicts = {(v["a"], v["b"]): (clean_equivalence(v.get("equivalence")), clean_timing(v.get("timing")))
-                for v in data.get("verdicts") or ()}
+        p = Diff(graphs[0], graphs[k], labels=(labs[0], labs[k]), matched=[(x, y) for x, y in entry["matched"]],
+                 changed=[(x, y, f) for x, y, f in entry.get("changed") or ()], removed=entry["removed"],
+                 added=entry["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
+        p.memory = clean_measured(summary.get("memory"))
+        pairs.append(p)
+    verdicts = {(v["a"], v["b"]): (v.get("equivalence"), v.get("timing")) for v in data.get("verdicts") or ()}
     kind = data.get("kind") or "sides"
     ranks = data.get("ranks") if isinstance(data.get("ranks"), dict) else None
     return cls(graphs, labs, pairs, verdicts=verdicts, kind=kind, ranks=ranks)  # type: ignore[no-any-return]

@@ -32,6 +32,7 @@ export const tooltipLines = {
     if (n.saved.length) lines.push(`saved ${formatBytes(n.saved_bytes)} in ${n.saved.length} tensor${n.saved.length > 1 ? "s" : ""}`);
     if (n.fwd_ms !== null) lines.push(`forward ${formatMs(n.fwd_ms)}`);
     if (n.bwd_ms !== null) lines.push(`backward ${formatMs(n.bwd_ms)}`);
+    if (typeof n.rank_spread_ms === "number") lines.push(`spread over ranks ${formatMs(n.rank_spread_ms)}`);
     return lines;
   },
 

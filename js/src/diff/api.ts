@@ -124,7 +124,7 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     sync: () => app.syncOn,
     setSync: (on) => app.setSync(!!on, false),
     colourBy: (m) => {
-      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use grad_bytes, saved_bytes, bwd_ms, fwd_ms, output_bytes or none`);
+      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use grad_bytes, saved_bytes, bwd_ms, fwd_ms, output_bytes, rank_spread_ms or none`);
       app.colourBy(m, false);
     },
     colour: () => app.metric,

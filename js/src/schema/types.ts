@@ -71,6 +71,8 @@ export interface GraphNode {
   grad_bytes: number | null;
   /** gw.trace: innermost torch library line (relative to site-packages) for nodes made inside torch.nn, else null */
   lib_source?: string | null;
+  /** a rank's graph (optional key, docs/nway.md): max - min over the ranks of the node's time; null if unknown */
+  rank_spread_ms?: number | null;
 }
 
 export interface GraphEdge {

@@ -116,7 +116,7 @@ export function attachApi(app: App): GraphWidgetApi {
       return out;
     },
     colourBy: (m) => {
-      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use saved_bytes, bwd_ms, fwd_ms, output_bytes or none`);
+      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use saved_bytes, bwd_ms, fwd_ms, output_bytes, rank_spread_ms or none`);
       app.colourBy(m, false);
     },
     colour: () => app.metric,

@@ -43,7 +43,7 @@ __all__ = ["Ranks", "RankError", "profile", "trace"]
 #: Seconds a rank waits for the others' statuses, and the object gather's own timeout.
 TIMEOUT = 300.0
 VIA = ("auto", "object", "files")
-_KEY = "graphwidget/ranks"
+_KEY = "graphwidget.ranks"  # the prefix of this module's keys in the process group's store
 _calls = [0]
 _groups: Dict[float, Any] = {}
 

@@ -165,7 +165,8 @@ def test_profiled_every_pair_gets_the_two_way_timing_record() -> None:
         assert set(t) >= {"step", "forward", "backward", "ratio", "low", "high", "verdict", "clock", "rounds",
                           "band", "per_node", "threads"}
         assert t["step"]["low"] <= t["step"]["ratio"] <= t["step"]["high"] and len(t["step"]["ms"]) == 2
-    # the pairs share the rounds: the reference's step time is the same in both records
+    # the pairs share the rounds and one clock: the reference's step time is the same in both records
+    assert len({d.pair(i, j).timing["clock"] for i in range(3) for j in range(3) if i != j}) == 1
     assert d.pair(0, 1).timing["rounds"] == d.pair(0, 2).timing["rounds"]
     assert d.pair(0, 1).timing["step"]["ms"][0] == d.pair(0, 2).timing["step"]["ms"][0]
     # B/A of a pair without the reference, and its reverse, from the same rounds

@@ -5,7 +5,9 @@ wall clock and CPU time). The order turns by one side every two rounds and every
 one before, so within each pair of rounds every two sides meet once in each order, whatever N (for two sides: A, B,
 B, A, ...). For any two sides the per-round ratios are then paired exactly as in a two-way comparison, and each pair
 gets the same record from the same rules — median ratio over rounds, percentile bootstrap over whole rounds, the
-narrower clock, the verdict with its band — as :func:`.speed.measure` gives two sides.
+verdict with its band — as :func:`.speed.measure` gives two sides. The clock is chosen once for all pairs (the one
+whose whole-step intervals against the reference are the narrower, summed over the sides; for two sides that is
+two-way's rule), so the reference's time is one figure in every pair's record and in the table.
 
 Sampling stops, after :data:`.speed.MIN_ROUNDS` rounds, once every side's whole-step verdict against the reference
 (side 0) is decided, or when the budget is spent. Per-node times come from instrumented rounds in the same turning
@@ -84,24 +86,36 @@ def _measure(sides: Sequence[speed.Side], band: float, budget_s: float, min_roun
             stopped = "budget"
             break
     seconds = round(time.perf_counter() - start, 3)
+    use_cpu = _use_cpu(sides, cuda, band)
     out: Dict[Tuple[int, int], Dict[str, Any]] = {}
     for i in range(n):
         for j in range(n):
             if i != j:
-                out[(i, j)] = _record(sides[i].samples, sides[j].samples, cuda, band, rounds, inner, stopped,
-                                      budget_s, seconds, n)
+                out[(i, j)] = _record(sides[i].samples, sides[j].samples, cuda, use_cpu, band, rounds, inner,
+                                      stopped, budget_s, seconds, n)
     return out
 
 
-def _record(a: Sequence[speed.Phase], b: Sequence[speed.Phase], cuda: bool, band: float, rounds: int, inner: int,
-            stopped: str, budget_s: float, seconds: float, n: int) -> Dict[str, Any]:
-    """The two-way record of :func:`.speed.measure` for the samples of two of the sides."""
-    use_cpu = speed._clock(a, b, cuda, band, 2000)[0]
+def _use_cpu(sides: Sequence[speed.Side], cuda: bool, band: float) -> bool:
+    """One clock for every pair (module docstring): CPU time when its whole-step intervals against the reference
+    are the narrower in sum."""
+    if cuda:
+        return False
+    ref = sides[0].samples
+    width = {cpu: sum(speed._width(speed._judge(ref, s.samples, "step", cpu, band, 2000)) for s in sides[1:])
+             for cpu in (False, True)}
+    return width[True] < width[False]
+
+
+def _record(a: Sequence[speed.Phase], b: Sequence[speed.Phase], cuda: bool, use_cpu: bool, band: float,
+            rounds: int, inner: int, stopped: str, budget_s: float, seconds: float, n: int) -> Dict[str, Any]:
+    """The two-way record of :func:`.speed.measure` for the samples of two of the sides, on the chosen clock."""
     out: Dict[str, Any] = {
         "clock": "cuda events" if cuda else ("cpu" if use_cpu else "wall"),
         "clock_why": ("CUDA events around the forward and the backward" if cuda else
-                      ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
-                       if use_cpu else "wall clock: its interval was the narrower")),
+                      ("process CPU time: its intervals against the reference were the narrower, over all sides "
+                       "(other processes' load does not count in it)" if use_cpu else
+                       "wall clock: its intervals against the reference were the narrower, over all sides")),
         "band": band, "level": speed.LEVEL, "rounds": rounds, "inner": inner, "stopped": stopped,
         "budget_s": budget_s, "seconds": seconds, "order": ORDER, "instrumented": False, "sides_timed": n,
     }

@@ -114,3 +114,17 @@ def test_capture_doc_library_lines_block_runs():
     ns: dict = {"torch": __import__("torch"), "gw": __import__("graphwidget")}
     exec(block_after("## Where inside `torch.nn`", CAPTURE_DOC), ns)
     assert ns["lines"] and all(line.startswith("torch/") for line in ns["lines"])
+
+
+def test_nway_block_runs(monkeypatch):
+    import torch
+    # AOTAutograd's eager backend: the same compiled region in the autograd graph, without inductor's C++ compile
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compile_(fn, backend="aot_eager"))
+    ns: dict = {}
+    monkeypatch.chdir(Path(__import__("tempfile").mkdtemp()))
+    exec(block_after("## More than two"), ns)
+    d = ns["d"]
+    assert d.sides == ("repeat", "broadcast", "compiled") and d.equivalent is True
+    assert ns["p"].labels == ("repeat", "compiled") and ns["fused"]["covers"]
+    assert [r["label"] for r in ns["rows"]] == list(d.sides) and ns["path"].is_file()

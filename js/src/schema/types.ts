@@ -77,6 +77,8 @@ export interface GraphNode {
    * record. An optional key (graphwidget/model/schema.py OPTIONAL_NODE_KEYS), so not in NODE_KEYS.
    */
   peak_bytes?: number | null;
+  /** a rank's graph (optional key, docs/nway.md): max - min over the ranks of the node's time; null if unknown */
+  rank_spread_ms?: number | null;
 }
 
 export interface GraphEdge {

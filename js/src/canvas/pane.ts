@@ -83,6 +83,8 @@ export class GraphPane {
       error: (err) => events.error(err),
       laidOut: (view, anchor) => this.show(view, anchor),
       changed: () => events.changed(),
+      size: async () => { await this.surface.sized; return { w: this.surface.width, h: this.surface.height }; },
+      currentSize: () => ({ w: this.surface.width, h: this.surface.height }),
     }, this.timings, layouts);
     this.marks = new Highlights(model, () => this.current, redraw);
     this.colours = new Colouring(model, measurer, () => this.current, events.recolour && (() => events.recolour!()), (p) => {
@@ -126,10 +128,16 @@ export class GraphPane {
     this.drawnOnce = true;
   }
 
-  /** Opens a group: its frame takes the place of its box (the top-left corner stays where it was on screen). */
-  expand(c: Cluster, anchorAtScreen = true): Promise<void> {
+  /**
+   * Opens a group: its frame takes the place of its box (the top-left corner stays where it was on screen), and
+   * the camera follows to show what it holds.
+   */
+  async expand(c: Cluster, anchorAtScreen = true): Promise<void> {
     const anchor = anchorAtScreen ? this.viewport.anchorItem(c.id) : undefined;
-    return this.layout.open(c) ? this.layout.relayout(anchor) : this.idle();
+    if (!this.layout.open(c)) return this.idle();
+    await this.layout.relayout(anchor);
+    const f = this.view?.frameOfCluster.get(c.id);
+    if (f !== undefined) { this.viewport.follow(f); this.viewport.placeOverlays(); }
   }
 
   /** Closes a group (from its frame's title, the Inspector or the API): its box takes the place of its frame. */

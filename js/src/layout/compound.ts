@@ -18,6 +18,7 @@
 import { dagreLayout } from "./dagre";
 import { layeredLayout } from "./layered";
 import { DAGRE_MAX_EDGES, DAGRE_MAX_NODES, FRAME_PAD, FRAME_TITLE_H, type LayoutInput, type LayoutResult } from "./types";
+import { wrapColumns } from "./wrap";
 
 /** nodes + edges that dagre may lay out in one compound layout */
 export const DAGRE_BUDGET = 400;
@@ -121,6 +122,8 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
     const res = useDagre ? dagreLayout(sub) : layeredLayout(sub);
     if (useDagre) dagreLeft -= cost;
     used.add(res.algorithm);
+    // too tall for the pane: in columns (a frame's contents as well as the top level)
+    const wrapped = inp.pane ? wrapColumns(res, w, h, src, dst, pin, inp.pane) : null;
     // the frame is sized by its children; its ports sit on the top and bottom of that area
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
     for (let j = 0; j < K; j++) {
@@ -128,6 +131,7 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
       x0 = Math.min(x0, res.x[j] - W[r] / 2); x1 = Math.max(x1, res.x[j] + W[r] / 2);
       y0 = Math.min(y0, res.y[j] - H[r] / 2); y1 = Math.max(y1, res.y[j] + H[r] / 2);
     }
+    if (wrapped) { x0 = Math.min(x0, wrapped.x0); x1 = Math.max(x1, wrapped.x1); y0 = Math.min(y0, wrapped.y0); y1 = Math.max(y1, wrapped.y1); }
     // routes of ports leave the children's area sideways only within it
     for (let q = 0; q < P; q++) { x0 = Math.min(x0, res.x[K + q]); x1 = Math.max(x1, res.x[K + q]); }
     const pad = c === ROOT ? 0 : FRAME_PAD;

@@ -1,4 +1,4 @@
-/** Data exchanged between the view and the layout (possibly across a worker boundary: typed arrays only). */
+/** Data exchanged between the view and the layout (possibly across a worker boundary: typed arrays and numbers). */
 
 export interface LayoutInput {
   /** node sizes */
@@ -22,6 +22,11 @@ export interface LayoutInput {
    * ports are pinned so: where edges enter it (top) and leave it (bottom).
    */
   pin?: Uint8Array;
+  /**
+   * The pane's size in CSS pixels: a drawing (or a frame's contents) too tall to fit it legibly is wrapped into
+   * columns (wrap.ts). Without it nothing is wrapped.
+   */
+  pane?: { w: number; h: number };
 }
 
 export interface LayoutResult {
@@ -40,6 +45,9 @@ export interface LayoutResult {
   fw?: Float64Array;
   fh?: Float64Array;
 }
+
+/** The zoom the first view aims at: 12 px node labels are 9 px on screen, the smallest that reads comfortably. */
+export const LEGIBLE_SCALE = 0.75;
 
 export const NODE_SEP = 24;
 export const RANK_SEP = 44;

@@ -4,7 +4,7 @@
  * The laid-out view goes to the pane (`laidOut`), which colours, marks and draws it.
  */
 import type { GraphModel } from "../model/graph";
-import type { Cluster, Hierarchy } from "../model/grouping";
+import { DEFAULT_GROUPING, type Cluster, type Hierarchy } from "../model/grouping";
 import { buildView, expansionLevels, initialExpansion, type ViewGraph } from "../model/view";
 import { LayoutClient } from "../layout/client";
 import { chooseAlgorithm, LEGIBLE_SCALE, NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "../layout/types";
@@ -137,19 +137,29 @@ export class Layouter {
   private async opening(seq: number): Promise<{ view: ViewGraph; res: LayoutResult; input: LayoutInput; tView: number } | null> {
     const size = await this.hooks.size();
     const levels = expansionLevels(this.model, this.hier);
+    // a small graph opens flat, everything drawn, when that fits (DEFAULT_GROUPING.flatUpTo); else it opens as any
+    // other: the levels from the top down
+    const flatFirst = this.model.n <= DEFAULT_GROUPING.flatUpTo && levels.length > 1;
+    if (flatFirst) levels.unshift(levels.pop()!);
     let best: { view: ViewGraph; res: LayoutResult; input: LayoutInput; tView: number; set: Set<Cluster> } | null = null;
     let tView = 0;
     for (let k = 0; k < levels.length; k++) {
       const t = performance.now();
       const view = this.build(levels[k]);
       tView += performance.now() - t;
-      if (best && !mayFit(view, size)) break;
+      if (best && best.view.items.length >= 3 && !mayFit(view, size)) break;
       const input = layoutInput(view, size);
       const res = await this.client.layout(input);
       if (seq !== this.seq) return null;
       place(view, res);
       const ok = fitsLegibly(view, size);
-      if (!best || ok) best = { view, res, input, tView, set: levels[k] };
+      if (flatFirst && k === 0) {
+        if (ok) { best = { view, res, input, tView, set: levels[k] }; break; }
+        continue;
+      }
+      // one or two boxes say nothing of the model: then the next level is taken, fitted, even if it is small
+      const bare = !!best && best.view.items.length < 3;
+      if (!best || ok || bare) best = { view, res, input, tView, set: levels[k] };
       if (!ok) break;
     }
     this.expanded = best!.set;

@@ -18,7 +18,7 @@
 import { dagreLayout } from "./dagre";
 import { layeredLayout } from "./layered";
 import { DAGRE_MAX_EDGES, DAGRE_MAX_NODES, FRAME_PAD, FRAME_TITLE_H, type LayoutInput, type LayoutResult } from "./types";
-import { wrapColumns } from "./wrap";
+import { fitPane } from "./wrap";
 
 /** nodes + edges that dagre may lay out in one compound layout */
 export const DAGRE_BUDGET = 400;
@@ -119,11 +119,12 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
     const sub: LayoutInput = { w, h, src, dst, pin };
     const cost = K + es.length;
     const useDagre = !P && K <= DAGRE_MAX_NODES && es.length <= DAGRE_MAX_EDGES && cost <= dagreLeft;
-    const res = useDagre ? dagreLayout(sub) : layeredLayout(sub);
     if (useDagre) dagreLeft -= cost;
+    // shaped to the pane: too wide, its layers folded; too tall, in columns (a frame's contents as the top level)
+    sub.pane = inp.pane;
+    const res = fitPane(sub, useDagre ? dagreLayout(sub) : layeredLayout(sub));
     used.add(res.algorithm);
-    // too tall for the pane: in columns (a frame's contents as well as the top level)
-    const wrapped = inp.pane ? wrapColumns(res, w, h, src, dst, pin, inp.pane) : null;
+    const wrapped = res.wrapped ?? null;
     // the frame is sized by its children; its ports sit on the top and bottom of that area
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
     for (let j = 0; j < K; j++) {

@@ -3,14 +3,12 @@ import { dagreLayout } from "./dagre";
 import { layeredLayout } from "./layered";
 import { compoundLayout } from "./compound";
 import { chooseAlgorithm, type LayoutInput, type LayoutResult } from "./types";
-import { wrapColumns } from "./wrap";
+import { fitPane } from "./wrap";
 
 export function computeLayout(inp: LayoutInput): LayoutResult {
   if (inp.w.length === 0) {
     return { x: new Float64Array(0), y: new Float64Array(0), ptOff: new Int32Array(inp.src.length + 1), pts: new Float32Array(0), algorithm: "layered", ms: 0 };
   }
   if (inp.fparent && inp.fparent.length) return compoundLayout(inp);
-  const res = chooseAlgorithm(inp) === "dagre" ? dagreLayout(inp) : layeredLayout(inp);
-  if (inp.pane) wrapColumns(res, inp.w, inp.h, inp.src, inp.dst, inp.pin, inp.pane);
-  return res;
+  return fitPane(inp, chooseAlgorithm(inp) === "dagre" ? dagreLayout(inp) : layeredLayout(inp));
 }

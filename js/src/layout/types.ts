@@ -27,6 +27,8 @@ export interface LayoutInput {
    * columns (wrap.ts). Without it nothing is wrapped.
    */
   pane?: { w: number; h: number };
+  /** layered layout only: layers wider than this are folded onto several rows (default MAX_ROW_W) */
+  maxRowW?: number;
 }
 
 export interface LayoutResult {
@@ -44,6 +46,8 @@ export interface LayoutResult {
   fy?: Float64Array;
   fw?: Float64Array;
   fh?: Float64Array;
+  /** set when the drawing was wrapped into columns for the pane (wrap.ts): its bounds, with the margins its edges use */
+  wrapped?: { x0: number; y0: number; x1: number; y1: number; columns: number };
 }
 
 /** The zoom the first view aims at: 12 px node labels are 9 px on screen, the smallest that reads comfortably. */

@@ -8,7 +8,8 @@
  * down into the next column, so it never crosses a node. Ports (where edges enter or leave a frame) stay on the
  * frame's top and bottom: an entering edge drops into its column from above, a leaving one from below its column.
  */
-import { LEGIBLE_SCALE, RANK_SEP, type LayoutResult } from "./types";
+import { LEGIBLE_SCALE, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
+import { layeredLayout } from "./layered";
 
 /** Space between columns: the edges from one column to the next run in it. */
 export const GUTTER = 56;
@@ -82,6 +83,40 @@ export function wrapColumns(res: LayoutResult, w: ArrayLike<number>, h: ArrayLik
   }
   if (!best) return null;
   return apply(res, w, h, src, dst, pin, rows, rowOfY, best, Y0);
+}
+
+/** A layout shaped to the pane (when its size is known): too wide, its layers folded; too tall, in columns. */
+export function fitPane(inp: LayoutInput, res: LayoutResult): LayoutResult {
+  if (!inp.pane) return res;
+  const rowW = foldWidth(res, inp.w, inp.h, inp.pin, inp.pane);
+  if (rowW !== null) {
+    const again = layeredLayout({ ...inp, maxRowW: rowW });
+    again.ms += res.ms;
+    res = again;
+  }
+  const wrapped = wrapColumns(res, inp.w, inp.h, inp.src, inp.dst, inp.pin, inp.pane);
+  if (wrapped) res.wrapped = wrapped;
+  return res;
+}
+
+/**
+ * The other way round: a drawing too wide for the pane at a legible zoom, and wider than the pane's shape (a fan of
+ * a dozen look-alike ops side by side), is laid out again with its wide layers folded onto several rows, no wider
+ * than the pane shows legibly. Returns the layered layout's row width to use, or null when it fits as it is.
+ */
+export function foldWidth(res: LayoutResult, w: ArrayLike<number>, h: ArrayLike<number>, pin: Uint8Array | undefined, pane: PaneSize): number | null {
+  let X0 = Infinity, X1 = -Infinity, Y0 = Infinity, Y1 = -Infinity, n = 0;
+  for (let i = 0; i < w.length; i++) {
+    if (pin && pin[i]) continue;
+    n++;
+    X0 = Math.min(X0, res.x[i] - w[i] / 2); X1 = Math.max(X1, res.x[i] + w[i] / 2);
+    Y0 = Math.min(Y0, res.y[i] - h[i] / 2); Y1 = Math.max(Y1, res.y[i] + h[i] / 2);
+  }
+  if (n < 4) return null;
+  const TW = Math.max(pane.w - FIT_PAD, 100), TH = Math.max(pane.h - FIT_PAD, 100);
+  const W0 = X1 - X0, H0 = Math.max(Y1 - Y0, 1);
+  if (W0 * LEGIBLE_SCALE <= TW || W0 / H0 <= TW / TH) return null;
+  return TW / LEGIBLE_SCALE;
 }
 
 /** Cuts the rows into k bands of about equal height (whole rows each). */

@@ -70,7 +70,8 @@ export class Hierarchy {
     this.root = mk("root", "root", "all", null, null);
     this.parentOf = new Array(model.n);
     this.buildModules(model.doc.meta.modules ?? null);
-    foldRepeats(model, this.root, o.minRepeat);
+    // a small graph opens flat: every op on screen says more than a fold of a few
+    if (model.n > o.flatUpTo) foldRepeats(model, this.root, o.minRepeat);
     this.groupStructure(this.root, o);
     this.finish(this.root, 0, o);
   }
@@ -344,13 +345,20 @@ export function mk(id: string, kind: ClusterKind, label: string, path: string | 
  * A chain is named after what it does: its ops in flow order ("Softmax · MaskedFill · Div"), each once, or
  * "Mul ×8" when it is one op repeated.
  */
-export function opsName(m: GraphModel, run: number[]): string {
+export function opsName(m: GraphModel, run: Child[]): string {
   const ops: string[] = [];
-  for (const i of run) {
-    const op = shortOp(m.nodes[i].op);
-    if (!ops.includes(op)) ops.push(op);
-  }
-  if (ops.length === 1) return `${ops[0]} ×${run.length}`;
+  let n = 0;
+  // a split chain holds blocks of blocks: its ops are read in order, up to the first few distinct ones
+  const visit = (xs: Child[]) => {
+    for (const x of xs) {
+      if (typeof x !== "number") { visit(x.children); continue; }
+      n++;
+      const op = shortOp(m.nodes[x].op);
+      if (ops.length <= 3 && !ops.includes(op)) ops.push(op);
+    }
+  };
+  visit(run);
+  if (ops.length === 1) return `${ops[0]} ×${n}`;
   return ops.length > 3 ? `${ops.slice(0, 3).join(" · ")} · …` : ops.join(" · ");
 }
 
@@ -366,7 +374,7 @@ function chainSignature(m: GraphModel, c: Cluster): string {
 function blockLabel(m: GraphModel, g: Cluster, kind: ClusterKind, parent: Cluster): string {
   const count = (x: Child): number => (typeof x === "number" ? 1 : x.children.reduce((a: number, y) => a + count(y), 0));
   const n = count(g);
-  if (kind === "chain") return opsName(m, g.children as number[]).replace(/ ×\d+$/, ` ×${n}`);
+  if (kind === "chain") return opsName(m, g.children);
   if (kind === "fanin") return `${parent.label.replace(/ ×\d+$/, "")} ×${g.children.length}`;
   const mods = g.children.filter((c): c is Cluster => typeof c !== "number" && (c.kind === "module" || c.kind === "repeat"));
   if (mods.length) {

@@ -1,7 +1,7 @@
 /** Geometry of a laid-out view: bounds, the opening camera, hit testing of items and edges. */
 import type { ViewGraph } from "../model/view";
 import { Camera, clamp, type CameraState } from "./camera";
-import { edgeDistance2, LEGIBLE_SCALE } from "./render";
+import { edgeDistance2, TEXT_SCALE } from "./render";
 import { FRAME_TITLE_H } from "../layout/types";
 
 export type Bounds = [number, number, number, number];
@@ -33,7 +33,7 @@ export function frameBounds(v: ViewGraph, f: number): Bounds {
  * screenful, and the minimap shows the rest. Views of mostly groups stay fitted down to half that scale: group
  * labels are drawn at every zoom, so the whole structure can be read.
  */
-export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = LEGIBLE_SCALE): CameraState {
+export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = TEXT_SCALE): CameraState {
   const fitted = Camera.fitBounds(b, w, h);
   const groups = v.items.reduce((a, it) => a + (it.cluster ? 1 : 0), 0);
   const floor = groups * 2 >= v.items.length ? legible / 2 : legible;

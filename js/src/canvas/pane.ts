@@ -59,6 +59,9 @@ export class GraphPane {
   private current: Paint | null = null;
   private drawnOnce = false;
   private lastLabels = 0;
+  private lastLegible = 0;
+  /** the last frame's drawn items on screen and legible labels on them */
+  lastItems = { onScreen: 0, labelled: 0 };
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -194,6 +197,11 @@ export class GraphPane {
     return this.lastLabels;
   }
 
+  /** Of those, the ones drawn at a legible size on screen. */
+  get legibleCount(): number {
+    return this.lastLegible;
+  }
+
   private paint(ctx: CanvasRenderingContext2D, w: number, h: number, dpr: number): void {
     const p = this.current;
     if (!p) return;
@@ -201,6 +209,8 @@ export class GraphPane {
     const cam = this.viewport.camera;
     const st = draw(ctx, cam, w, h, dpr, p, theme);
     this.lastLabels = st.labels;
+    this.lastLegible = st.legible;
+    this.lastItems = { onScreen: st.nodes, labelled: st.itemLabels };
     // finding badges: on top, at a fixed screen size (badges.ts)
     const findings = this.marks.findings;
     this.badges = findings ? drawFindingBadges(ctx, cam, w, h, dpr, p.view, findings, theme) : [];

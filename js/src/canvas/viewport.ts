@@ -23,6 +23,7 @@ export class PaneViewport {
   /** the user moved the camera (or code centred something) since the view was last fitted: a resize keeps the
    * centre then, instead of fitting again */
   private moved = false;
+  private settle = 0;
 
   constructor(private surface: PaneSurface, private view: () => ViewGraph | null, redraw: () => void) {
     this.minimap = new Minimap(surface.el, (x, y) => this.camera.centreOn(x, y, surface.width, surface.height, this.camera.s, "pan"));
@@ -30,6 +31,10 @@ export class PaneViewport {
     this.camera.on("change", (c) => {
       if (c.reason !== "fit" && c.reason !== "set") this.moved = true;
       redraw();
+      // once the camera rests (after a selection centred a node, a zoom, a pan), the minimap moves out of the way
+      // of what is now under it
+      clearTimeout(this.settle);
+      this.settle = window.setTimeout(() => this.placeOverlays(), 120);
     });
   }
 

@@ -24,6 +24,8 @@ import { fitPane } from "./wrap";
 export const DAGRE_BUDGET = 400;
 
 const IN = 1, OUT = 2;
+/** padding inside a frame that holds other frames (FRAME_PAD inside the others) */
+const OUTER_PAD = 2 * FRAME_PAD;
 
 export function compoundLayout(inp: LayoutInput): LayoutResult {
   const t0 = performance.now();
@@ -135,8 +137,10 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
     if (wrapped) { x0 = Math.min(x0, wrapped.x0); x1 = Math.max(x1, wrapped.x1); y0 = Math.min(y0, wrapped.y0); y1 = Math.max(y1, wrapped.y1); }
     // routes of ports leave the children's area sideways only within it
     for (let q = 0; q < P; q++) { x0 = Math.min(x0, res.x[K + q]); x1 = Math.max(x1, res.x[K + q]); }
-    const pad = c === ROOT ? 0 : FRAME_PAD;
-    const top = c === ROOT ? 0 : FRAME_TITLE_H + FRAME_PAD;
+    // a frame holding frames keeps more room around them, so nested borders read as nesting, not as a pile of
+    // parallel lines
+    const pad = c === ROOT ? 0 : list.some((r) => r >= n) ? OUTER_PAD : FRAME_PAD;
+    const top = c === ROOT ? 0 : FRAME_TITLE_H + pad;
     let cw = x1 - x0 + 2 * pad;
     let extra = 0;
     const minW = c === ROOT ? 0 : inp.fminw?.[c] ?? 0;

@@ -5,9 +5,9 @@
  */
 import type { GraphModel } from "../model/graph";
 import { DEFAULT_GROUPING, type Cluster, type Hierarchy } from "../model/grouping";
-import { buildView, expansionLevels, initialExpansion, type ViewGraph } from "../model/view";
+import { buildView, expansionLevels, initialExpansion, viewArea, type ViewGraph } from "../model/view";
 import { LayoutClient } from "../layout/client";
-import { chooseAlgorithm, LEGIBLE_SCALE, NODE_SEP, RANK_SEP, type LayoutInput, type LayoutResult } from "../layout/types";
+import { chooseAlgorithm, LEGIBLE_SCALE, type LayoutInput, type LayoutResult } from "../layout/types";
 import type { PaneSize } from "../layout/wrap";
 import { viewBounds } from "./geometry";
 import { TITLE_FONT, type TextMeasurer } from "./measure";
@@ -145,9 +145,10 @@ export class Layouter {
     let tView = 0;
     for (let k = 0; k < levels.length; k++) {
       const t = performance.now();
+      // a level that cannot fit by the area of its boxes is not built (building walks the whole graph)
+      if (best && best.view.items.length >= 3 && viewArea(this.model, levels[k], this.hier.root, this.measurer.box) > room(size)) break;
       const view = this.build(levels[k]);
       tView += performance.now() - t;
-      if (best && best.view.items.length >= 3 && !mayFit(view, size)) break;
       const input = layoutInput(view, size);
       const res = await this.client.layout(input);
       if (seq !== this.seq) return null;
@@ -167,12 +168,9 @@ export class Layouter {
   }
 }
 
-/** Whether a view could fit the pane legibly by the area its boxes need (a layout needs at least that much). */
-export function mayFit(view: ViewGraph, size: PaneSize): boolean {
-  let area = 0;
-  for (const it of view.items) area += (it.w + NODE_SEP / 2) * (it.h + RANK_SEP / 2);
-  const room = (Math.max(size.w - 48, 1) * Math.max(size.h - 48, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
-  return area <= room;
+/** The area, in world units, that a pane shows at a legible zoom (what a view's boxes must fit in). */
+export function room(size: PaneSize): number {
+  return (Math.max(size.w - 48, 1) * Math.max(size.h - 48, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
 }
 
 /** Whether a laid-out view fits the pane whole at a zoom where its labels are legible. */

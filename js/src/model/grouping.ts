@@ -383,8 +383,20 @@ function blockLabel(m: GraphModel, g: Cluster, kind: ClusterKind, parent: Cluste
     return mods.length === 1 ? a : `${a} – ${b}`;
   }
   // a plain capture knows its parameters' names: the modules they belong to say where the block is in the model
-  const named = paramSpan(m, g);
+  const named = namedLeaves(m) ? paramSpan(m, g) : null;
   return named ?? opMix(m, g);
+}
+
+const named = new WeakMap<GraphModel, boolean>();
+
+/** Whether any leaf of the graph has a dotted name (a parameter of a module): computed once per graph. */
+function namedLeaves(m: GraphModel): boolean {
+  let v = named.get(m);
+  if (v === undefined) {
+    v = m.nodes.some((n) => n.kind === "leaf" && !!n.tensor?.name && n.tensor.name.indexOf(".") > 0);
+    named.set(m, v);
+  }
+  return v;
 }
 
 /** "conv1 – layer2.0": the modules of the first and last named parameters in a block (flow order), or null. */

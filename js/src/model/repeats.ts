@@ -39,17 +39,17 @@ function visit(model: GraphModel, c: Cluster, min: number): void {
     if (s === undefined) { s = signature(model, x); sig.set(x, s); }
     return s;
   };
+  // runs of the same class and size first (cheap), then, only inside those long enough, of the same signature
   const runs: Cluster[][] = [];
-  let run: Cluster[] = [];
-  for (const x of mods) {
-    const prev = run[run.length - 1];
-    if (prev && prev.cls === x.cls && prev.size === x.size && sigOf(prev) === sigOf(x)) run.push(x);
-    else {
-      if (run.length >= min) runs.push(run);
-      run = [x];
+  const cut = (xs: Cluster[], same: (a: Cluster, b: Cluster) => boolean, each: (run: Cluster[]) => void) => {
+    let run: Cluster[] = [];
+    for (const x of xs) {
+      if (run.length && same(run[run.length - 1], x)) run.push(x);
+      else { if (run.length >= min) each(run); run = [x]; }
     }
-  }
-  if (run.length >= min) runs.push(run);
+    if (run.length >= min) each(run);
+  };
+  cut(mods, (a, b) => a.cls === b.cls && a.size === b.size, (r) => cut(r, (a, b) => sigOf(a) === sigOf(b), (q) => runs.push(q)));
   if (!runs.length) return;
   const folded = new Map<Child, Cluster | null>(); // first member → its fold; the other members → null
   for (const r of runs) {

@@ -6,7 +6,7 @@
 import type { GraphModel } from "./graph";
 import { clusterTitle, shortModuleName, shortOp, type Cluster, type Hierarchy } from "./grouping";
 import { shortShape, formatCount } from "./format";
-import { FRAME_PAD } from "../layout/types";
+import { FRAME_PAD, NODE_SEP, RANK_SEP } from "../layout/types";
 
 export interface ViewItem {
   /** graph node index, or -1 for a collapsed cluster */
@@ -158,6 +158,24 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
     } else edges[e].count++;
   }
   return { items, edges, rep, itemOfCluster, frames, frameOfCluster };
+}
+
+/**
+ * The area the drawn boxes of an expansion need (each with half the spacing around it), without building the view:
+ * a cheap lower bound of what its layout will take, visiting only what would be drawn.
+ */
+export function viewArea(model: GraphModel, expanded: Set<Cluster>, root: Cluster, measure: Measure): number {
+  let area = 0;
+  const add = (m: { w: number; h: number }) => { area += (m.w + NODE_SEP / 2) * (m.h + RANK_SEP / 2); };
+  const visit = (c: Cluster) => {
+    for (const ch of c.children) {
+      if (typeof ch === "number") add(measure(shortOp(model.nodes[ch].op), nodeSublabel(model, ch), false));
+      else if (expanded.has(ch)) visit(ch);
+      else add(measure(groupName(ch), `${groupSize(ch)} · 000.0 KiB`, true, ch.kind === "module" && !ch.cls));
+    }
+  };
+  visit(root);
+  return area;
 }
 
 /** Per drawn item: the sum of `values` over the nodes it shows (NaN where none has a value). */

@@ -6,7 +6,8 @@
  * sub-modules at the same relative paths. Anything else stays unfolded.
  */
 import type { GraphModel } from "./graph";
-import { mk, shortModuleName, type Child, type Cluster } from "./grouping";
+import { mk, type Child, type Cluster } from "./grouping";
+import { shortModuleName } from "./names";
 
 /** Folds runs of at least `min` identical sibling modules, everywhere below `root` (in place). */
 export function foldRepeats(model: GraphModel, root: Cluster, min: number): void {

@@ -21,6 +21,7 @@ from .model import GradGraph, SchemaError
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
     "Diff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension", "advise",
+    "with_checkpoint",
 ]
 
 try:
@@ -52,6 +53,7 @@ _LAZY = {
     "compare": ("experiment.compare", "compare"),
     "Diff": ("analysis.diff", "Diff"),
     "advise": ("analysis.advisor", "advise"),
+    "with_checkpoint": ("experiment.checkpointing", "with_checkpoint"),
 }
 
 

@@ -220,6 +220,7 @@ def test_static_fallback_escapes_graph_strings():
 OLDEST_ANYWIDGET = ROOT / ".venv" / "anywidget-oldest"
 
 
+@pytest.mark.slow  # two subprocesses importing torch and anywidget: ~4 s
 @pytest.mark.skipif(not OLDEST_ANYWIDGET.is_dir(), reason="the oldest supported anywidget is installed by `make setup` "
                     "into .venv/anywidget-oldest")
 def test_widget_on_the_oldest_and_newest_anywidget():

@@ -30,6 +30,20 @@ NODE_KEYS: Tuple[str, ...] = (
     "op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
     "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source",
 )
+#: Optional node keys, written after :data:`NODE_KEYS` only by graphs that have them (a memory-profiled graph:
+#: ``gw.profile(..., memory=True)``, docs/memory.md). Not in the capture's records nor (yet) in the front end's
+#: ``NODE_KEYS``: readers that do not know them ignore them.
+OPTIONAL_NODE_KEYS: Tuple[str, ...] = ("peak_bytes",)
+
+
+def node_keys(meta: Optional[Dict[str, Any]]) -> Tuple[str, ...]:
+    """The node keys a graph with this ``meta`` writes: :data:`NODE_KEYS`, plus ``peak_bytes`` when it carries a
+    memory record."""
+    if meta is not None and isinstance(meta.get("memory"), dict):
+        return NODE_KEYS + OPTIONAL_NODE_KEYS
+    return NODE_KEYS
+
+
 #: Edge record keys, in the order they are written to JSON (after ``source`` and ``target``).
 EDGE_KEYS: Tuple[str, ...] = ("output", "slot", "shape", "dtype", "also")
 #: Keys of a saved-tensor record (``node["saved"][i]``), in the order the capture writes them.
@@ -307,6 +321,7 @@ _NODE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
     "fwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
     "bwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
     "grad_bytes": _simple(_nonneg_int, "a non-negative integer (bytes)"),
+    "peak_bytes": _simple(_nonneg_int, "a non-negative integer (bytes held at the memory peak)"),
     "lib_source": _simple(_is_str, "a string such as \"torch/nn/functional.py:6229\""),
 }
 _EDGE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
@@ -380,6 +395,21 @@ _TIMING: _Spec = {
     "device": (_is_str, "a string such as \"cpu\""), "clock": _STR, "stat": (_is_str, "a string such as \"median\""),
     "cross_check": (lambda v: isinstance(v, dict) and _plain(v, 2), "an object"),
 }
+def _int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(x is None or _is_int(x) for x in v)
+
+
+_MEMORY: _Spec = {
+    "device": _STR, "allocator": _STR, "allocator_peak_source": _STR,
+    "forward_points": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "nodes": (lambda v: isinstance(v, list) and all(_nonneg_int(x) for x in v), "a list of node ids"),
+    "allocated": (_int_list, "a list of integers (bytes) or null"),
+    "allocated_max": (_int_list, "a list of integers (bytes) or null"),
+    "allocator_peak": (_is_int, "an integer (bytes)"), "baseline": (_is_int, "an integer (bytes)"),
+    "module_inputs": (lambda v: isinstance(v, dict) and all(_int_list(x) for x in v.values()),
+                      "an object mapping module paths to lists of storage ids"),
+    "backward": _BOOL,
+}
 _META: _Spec = {
     "torch": (_is_str, "a string such as \"2.13.0\""), "title": _STR,
     "roots": (lambda v: isinstance(v, list) and all(_nonneg_int(r) for r in v), "a list of node ids"),
@@ -388,6 +418,8 @@ _META: _Spec = {
     "modules": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str) for k, c in v.items()),
                 "an object mapping module paths to class names"),
     "modules_inferred": _BOOL,
+    "memory": (lambda v: isinstance(v, dict) and _fault(v, _MEMORY, 1) is None,
+               "an object (the memory record of gw.profile(..., memory=True): docs/memory.md)"),
 }
 
 
@@ -396,6 +428,10 @@ def _check_meta(meta: Dict[str, Any]) -> None:
     if key is None:
         return
     timing = meta[key]
+    if key == "memory" and isinstance(timing, dict):
+        sub = _fault(timing, _MEMORY, 1)
+        if sub is not None:
+            raise SchemaError(_fault_text(timing, _MEMORY, sub, "meta.memory", 1))
     if key == "timing" and isinstance(timing, dict):
         sub = _fault(timing, _TIMING, 1)
         if sub == "cross_check" and isinstance(timing[sub], dict):
@@ -619,7 +655,7 @@ def _check_diff_summary(summary: Any) -> None:
 
 def unknown_node_keys(nodes: List[Dict[str, Any]]) -> List[str]:
     """Node keys this release does not know (they are dropped on load, with one warning naming them)."""
-    known = set(NODE_KEYS) | {"id"}
+    known = set(NODE_KEYS) | set(OPTIONAL_NODE_KEYS) | {"id"}
     extra: set = set()
     for n in nodes:
         extra.update(k for k in n if k not in known)

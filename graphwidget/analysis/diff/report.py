@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..._util.text import human_bytes
-from .verdicts import BAND, labelled, phase_text, sentence
+from .verdicts import BAND, clean_equivalence, clean_timing, labelled, phase_text, sentence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Diff
@@ -19,10 +19,10 @@ _ROWS = (("nodes", "nodes"), ("edges", "edges"), ("saved_bytes", "saved for back
 
 def equivalence_text(d: "Diff") -> Optional[str]:
     """"same maths within float32 rounding (...)" / "NOT EQUIVALENT: ..." / None when not checked."""
-    eq = d.equivalence
+    eq = clean_equivalence(d.equivalence)
     if not eq:
         return None
-    tensors: List[Dict[str, Any]] = eq.get("tensors") or []
+    tensors: List[Dict[str, Any]] = eq["tensors"]
     la, lb = d.labels
     if eq.get("equivalent"):
         zero = eq.get("near_zero") or 0
@@ -57,7 +57,7 @@ def equivalence_text(d: "Diff") -> Optional[str]:
 
 def mutation_text(d: "Diff") -> Optional[str]:
     """What a side changed in place while it ran (compare put it back before the other side ran)."""
-    m = (d.equivalence or {}).get("mutated") or {}
+    m = (clean_equivalence(d.equivalence) or {}).get("mutated") or {}
     parts = [f"{d.labels[0] if side == 'A' else d.labels[1]} changes {', '.join(names[:5])} in place"
              for side, names in sorted(m.items()) if names]
     return ("note: " + "; ".join(parts) + " (each side ran on the original values)") if parts else None
@@ -65,7 +65,7 @@ def mutation_text(d: "Diff") -> Optional[str]:
 
 def timing_text(d: "Diff") -> Optional[str]:
     """The speed verdicts, phase by phase, with how they were measured; None when not timed."""
-    t = d.timing
+    t = clean_timing(d.timing)
     if not t or t.get("ratio") is None:
         return None
     la, lb = d.labels
@@ -136,4 +136,8 @@ def report(d: "Diff") -> str:
     tt = timing_text(d)
     if tt:
         lines.append(tt)
+    from .memory import memory_text
+    mt = memory_text(d, s.get("memory"))
+    if mt:
+        lines.append(mt)
     return "\n".join(lines)

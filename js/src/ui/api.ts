@@ -31,7 +31,7 @@ export function labelStatsOf(pane: GraphPane | null | undefined): LabelStats {
   return { items: pane.lastItems.onScreen, labelled: pane.lastItems.labelled, labels: pane.labelCount, legible: pane.legibleCount, scale: pane.camera.s };
 }
 
-/** The drawn items and open groups' frames of a pane that are not wholly inside it (ids; groups by their id). */
+/** The drawn items, open groups' frames and edges of a pane that are not wholly inside it (ids; groups by their id). */
 export function outsideOf(pane: GraphPane | null | undefined, idOf: (item: number) => number | string): (number | string)[] {
   const v = pane?.view;
   if (!pane || !v) return [];
@@ -43,6 +43,14 @@ export function outsideOf(pane: GraphPane | null | undefined, idOf: (item: numbe
   };
   v.items.forEach((it, k) => { if (off(it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2)) out.push(idOf(k)); });
   v.frames.forEach((f) => { if (off(f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2)) out.push(f.cluster.id); });
+  // an edge's curve stays inside its points' hull
+  v.edges.forEach((e) => {
+    const p = e.points;
+    if (!p) return;
+    for (let k = 0; k < p.length; k += 2) {
+      if (off(p[k], p[k + 1], p[k], p[k + 1])) { out.push(`edge ${idOf(e.s)} → ${idOf(e.t)}`); return; }
+    }
+  });
   return out;
 }
 
@@ -92,7 +100,8 @@ export interface GraphWidgetApi {
   labelCount(): number;
   /** the last frame's drawn items on screen and how many carry a legible label (9 px or more on screen) */
   labelStats(): LabelStats;
-  /** ids of the drawn items and open groups not wholly on screen ([] when the whole view is) */
+  /** ids of the drawn items and open groups not wholly on screen, and "edge <id> → <id>" for a drawn edge that
+   * leaves it ([] when the whole view is) */
   outside(): (number | string)[];
   /** what a group holds, one level down: node ids and group ids (a fold: its members) */
   children(groupId: string): (number | string)[];

@@ -91,6 +91,10 @@ def test_first_view_is_the_whole_model_legible(watched: Any, pages: Dict[str, Pa
         shoot(page, f"{name}-{how}-{width}-{scheme}")
         check_first_view(page, f"{name} ({how}) at {width} px, {scheme}")
         assert api(page, "a.panelShown()") is False, "the panel waits for a selection"
+        if width >= 1000:
+            cut = page.evaluate("""() => { const t = document.querySelector('.gw-title'); const r = document.createRange();
+                r.selectNodeContents(t); return t.getBoundingClientRect().width + 0.01 < r.getBoundingClientRect().width; }""")
+            assert not cut, f"the title is cut at {width} px"
         # what a module is: every module drawn (box or frame) is titled with its class
         classes = overview_graph(name, how)["meta"]["modules"]
         for g in api(page, "a.groups()"):

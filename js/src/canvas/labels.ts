@@ -71,12 +71,35 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
   const es = p.view.edges;
   for (const e of edges) {
     if (es[e].count < 2) continue;
-    const q = es[e].points!;
-    const mid = Math.floor(q.length / 4) * 2;
-    ctx.fillText(`×${es[e].count}`, (q[mid] + q[q.length - 2]) / 2 + 8, (q[mid + 1] + q[q.length - 1]) / 2);
+    const [x, y] = countSpot(es[e].points!, p.view.frames, visFrames);
+    ctx.fillText(`×${es[e].count}`, x, y);
   }
   // every label drawn here is at least LEGIBLE_PX on screen
   return { labels: labels + titles, legible: labels + titles, items: labels };
+}
+
+/**
+ * Where an edge's ×N goes: beside the middle of its route (not at its ends, where the arrowhead and the boxes are),
+ * or beside the nearest other stretch when that is over a frame's title bar (an edge entering or leaving a frame
+ * crosses it, and the count would run into the title).
+ */
+function countSpot(q: Float32Array, frames: { x: number; y: number; w: number; h: number }[], visFrames: number[]): [number, number] {
+  const segs = q.length / 2 - 1;
+  if (segs < 1) return [q[0] + 8, q[1]];
+  const at = (k: number): [number, number] => [(q[2 * k] + q[2 * k + 2]) / 2 + 8, (q[2 * k + 1] + q[2 * k + 3]) / 2];
+  const clear = ([x, y]: [number, number]) => visFrames.every((f) => {
+    const fr = frames[f], x0 = fr.x - fr.w / 2, top = fr.y - fr.h / 2;
+    return x + 12 < x0 || x - 12 > x0 + fr.w || y + 6 < top || y - 6 > top + FRAME_TITLE_H;
+  });
+  const m = Math.floor((segs - 1) / 2);
+  for (let d = 0; d < segs; d++) {
+    for (const k of d ? [m + d, m - d] : [m]) {
+      if (k < 0 || k >= segs) continue;
+      const c = at(k);
+      if (clear(c)) return c;
+    }
+  }
+  return at(m);
 }
 
 /** Below this zoom labels are drawn at a fixed screen size (screenLabels). */

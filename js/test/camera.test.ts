@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Camera, MAX_SCALE, type CameraChange } from "../src/canvas/camera";
+import { viewBounds } from "../src/canvas/geometry";
+import type { ViewGraph } from "../src/model/view";
 
 describe("Camera", () => {
   it("announces changes with their reason, and nothing when nothing changed", () => {
@@ -55,5 +57,17 @@ describe("Camera", () => {
     const q2 = b.toScreen(pb[0], pb[1]);
     expect(q2[0]).toBeCloseTo(200 + (q[0] - 200) * 2);
     expect(q2[1]).toBeCloseTo(100 + (q[1] - 100) * 2);
+  });
+});
+
+describe("viewBounds", () => {
+  it("holds the edges' routes too, so fitting keeps a route that leaves the boxes' area on screen", () => {
+    const item = (x: number, y: number) => ({ x, y, w: 20, h: 10 });
+    // two columns of a wrapped drawing: the edge between them runs above both
+    const v = {
+      items: [item(0, 0), item(100, 0)], frames: [],
+      edges: [{ s: 0, t: 1, count: 1, edge: 0, points: Float32Array.from([0, 5, 0, 30, 50, 30, 50, -40, 100, -40, 100, -5]) }],
+    } as unknown as ViewGraph;
+    expect(viewBounds(v)).toEqual([-10, -40, 110, 30]);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { colourAt, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf, METRICS, METRIC_ORDER } from "../src/model/colour";
+import { colourAt, darkFill, fillAt, hotThreshold, luma, makeScale, outputBytes, paletteOf, MISSING_COLOUR, MISSING_COLOUR_DARK, PALETTE, bucketOf, METRICS, METRIC_ORDER } from "../src/model/colour";
+import { DARK, LIGHT } from "../src/canvas/theme";
 import { doc, node } from "./graphs";
 import { dtypeBytes, formatBytes, formatMs } from "../src/model/format";
 import { normaliseGraph } from "../src/model/decode";
@@ -67,5 +68,42 @@ describe("metrics and formatting", () => {
     expect(formatBytes(null)).toBe("—");
     expect(formatMs(0.0123)).toBe("12.3 µs");
     expect(formatMs(2.5)).toBe("2.50 ms");
+  });
+});
+
+describe("salience and status on light and dark pages", () => {
+  const rgb = (c: string) => { const v = parseInt(c.slice(1), 16); return [(v >> 16) & 255, (v >> 8) & 255, v & 255]; };
+  const dist = (a: string, b: string) => { const [x, y] = [rgb(a), rgb(b)]; return Math.hypot(x[0] - y[0], x[1] - y[1], x[2] - y[2]); };
+
+  it("makes the hot end the most salient on either background", () => {
+    for (const [dark, bg] of [[false, "#fbfbfc"], [true, "#16181d"]] as [boolean, string][]) {
+      let prev = -1;
+      for (let t = 0; t <= 1.0001; t += 0.1) {
+        const d = dist(colourAt(t, dark), bg);
+        expect(d).toBeGreaterThanOrEqual(prev - 1e-9); // further from the page the hotter it is
+        prev = d;
+      }
+      expect(dist(colourAt(1, dark), bg)).toBeGreaterThan(2 * dist(colourAt(0, dark), bg));
+    }
+    expect(luma(colourAt(1, true))).toBeGreaterThan(luma(colourAt(0, true))); // bright hot end on a dark page
+    expect(darkFill(1, true)).toBe(false); // dark text on the bright hot end
+    expect(darkFill(1, false)).toBe(true); // white text on the dark hot end
+  });
+
+  it("gives the diff status hues the colour scale never uses", () => {
+    const hue = (c: string) => {
+      const [r, g, b] = rgb(c).map((v) => v / 255);
+      const mx = Math.max(r, g, b), mn = Math.min(r, g, b);
+      if (mx === mn) return -1;
+      const h = mx === r ? ((g - b) / (mx - mn)) % 6 : mx === g ? (b - r) / (mx - mn) + 2 : (r - g) / (mx - mn) + 4;
+      return (h * 60 + 360) % 360;
+    };
+    for (const th of [LIGHT, DARK]) {
+      const pal = paletteOf(th.dark).map(hue);
+      for (const c of [th.changed, th.added]) for (const p of pal) expect(Math.min(Math.abs(hue(c) - p), 360 - Math.abs(hue(c) - p))).toBeGreaterThan(60);
+      // removed is a grey-blue slate: far from the palette's saturation, and never the hot outline's red
+      expect(dist(th.removed, th.hot)).toBeGreaterThan(80);
+      expect(fillAt(NaN, th.dark)).toBe(th.dark ? MISSING_COLOUR_DARK : MISSING_COLOUR);
+    }
   });
 });

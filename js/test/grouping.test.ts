@@ -13,7 +13,7 @@ describe("chain grouping", () => {
     const chains = h.allClusters().filter((c) => c.kind === "chain");
     expect(chains).toHaveLength(1);
     expect(chains[0].size).toBe(8);
-    expect(chains[0].label).toBe("chain ×8");
+    expect(chains[0].label).toBe("Mul ×8"); // named after its ops, not "chain"
     const v = buildView(m, h, collapsed(h), measure);
     expect(v.items).toHaveLength(3); // leaf, chain ×8, root
     expect(v.edges).toHaveLength(2);

@@ -60,18 +60,24 @@ describe("module tree", () => {
     expect(commonModule("lm_head", "transformer.wte")).toBe("");
   });
 
-  it("opens a deep model as its layers, closed and labelled, inside open frames", () => {
+  it("folds a deep model's identical layers into one group that opens into the run", () => {
     const m = gpt(80);
     const h = new Hierarchy(m);
-    const exp = initialExpansion(m, h);
-    const v = buildView(m, h, exp, measure);
+    const fold = h.allClusters().find((c) => c.kind === "repeat")!;
+    expect(fold.label).toBe("h.0–79");
+    expect(fold.repeat).toEqual({ count: 80, each: fold.children.length ? (fold.children[0] as Cluster).size : 0 });
+    expect(fold.children.map((c) => (c as Cluster).path)).toEqual(Array.from({ length: 80 }, (_, i) => `transformer.h.${i}`));
+    const v = buildView(m, h, initialExpansion(m, h), measure);
     const boxes = v.items.filter((it) => it.cluster).map((it) => it.label);
-    for (const name of ["h.0", "h.17", "h.79"]) expect(boxes).toContain(name);
-    expect(v.frames.map((f) => f.cluster.path)).toContain("transformer.h");
+    expect(boxes).toContain("h.0–79 · module ×80");
     expect(v.items.length).toBeLessThanOrEqual(250);
-    for (const it of v.items) if (it.cluster?.path?.startsWith("transformer.h.")) expect(v.frames[it.frame].cluster.path).toBe("transformer.h");
+    // opened, the fold is a frame holding the 80 layers as closed boxes
+    const opened = new Set<Cluster>([...initialExpansion(m, h), fold]);
+    const w = buildView(m, h, opened, measure);
+    const f = w.frameOfCluster.get(fold.id)!;
+    const inside = w.items.filter((it) => it.frame === f && it.cluster).map((it) => it.label);
+    for (const name of ["h.0", "h.17", "h.79"]) expect(inside).toContain(name);
   });
-
   it("names blocks after the modules or ops they hold, never after their first node", () => {
     const m = gpt(300);
     const h = new Hierarchy(m, { maxChildren: 100 });
@@ -80,7 +86,7 @@ describe("module tree", () => {
     for (const r of ranges) expect(r.label).toMatch(/^h\.\d+ – h\.\d+$/);
     expect(shortModuleName("transformer.h.3")).toBe("h.3");
     expect(shortModuleName("encoder.attn")).toBe("attn");
-    const root: Cluster = { id: "x", kind: "range", label: "", path: null, parent: null, children: [1, 2, 3, 4], size: 4, depth: 0, order: 0 };
+    const root: Cluster = { id: "x", kind: "range", label: "", path: null, cls: null, repeat: null, parent: null, children: [1, 2, 3, 4], size: 4, depth: 0, order: 0 };
     expect(opMix(gpt(2), root)).toMatch(/×/);
   });
 });

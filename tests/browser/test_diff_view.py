@@ -144,6 +144,7 @@ def test_changes_tab_rows_and_click_selects_both_sides(watched: Any, tmp_path: P
     assert rows["MulBackward0"][1:4] == ["+1", "", "~1"]  # the added scale op and the changed pair
     by_source = api(page, "a.changesText('source')")
     assert "model.py:20" in by_source and "model.py:19" in by_source
+    page.click(".gw-paneltoggle")  # the panel waits for a selection, or for the Panel button
     page.click(".gw-tab[data-tab=changes]")
     page.locator(".gw-changestable tbody tr", has_text="MulBackward0").click()
     page.wait_for_function(f"() => {API}.selected('a') === 1 && {API}.selected('b') === 1")

@@ -223,11 +223,14 @@ def test_a_graph_never_advised_and_one_with_nothing_found(watched: Any, tmp_path
     page = w.page
     assert api(page, "a.findings()") == [] and api(page, "a.findingBadges()") == []
     assert page.locator(".gw-tab[data-tab=findings]").text_content() == "Findings"
+    assert page.locator(".gw-side").is_hidden(), "nothing to say: the panel waits for a selection"
+    page.click(".gw-paneltoggle")
     page.click(".gw-tab[data-tab=findings]")
     assert "Not advised" in page.locator(".gw-findings").text_content()
     assert "finding" not in api(page, "a.legendText()")
     g["findings"] = []
     w2 = open_page(watched, export_html(g, tmp_path / "clean.html"))
+    w2.page.click(".gw-paneltoggle")
     w2.page.click(".gw-tab[data-tab=findings]")
     assert "found nothing to report" in w2.page.locator(".gw-findings").text_content()
     w.assert_clean()
@@ -289,6 +292,7 @@ def test_diff_shows_the_repeat_finding_resolved_in_broadcast(watched: Any, tmp_p
                    "source": ga.findings[0]["source"], "resolved": True}]
     assert api(page, "a.findings('b')") == []
     assert "findings: repeat 1 → broadcast 0 (1 resolved)" in api(page, "a.summaryText()")
+    page.click(".gw-paneltoggle")  # the diff's panel waits for a selection, or for the Panel button
     page.click(".gw-tab[data-tab=findings]")
     box = page.locator(".gw-findings")
     assert "repeat: 1 warning · 1 resolved" in box.text_content() and "broadcast: no findings" in box.text_content()

@@ -109,11 +109,16 @@ def test_deep_gpt2_opens_as_its_module_tree(watched: Any, exports: Dict[str, Pat
     w = open_model(watched, exports, "gpt2_60")
     page = w.page
     groups = {g["label"]: g for g in api(page, "a.groups()")}
-    for k in (0, 30, 59):
-        assert f"h.{k}" in groups and groups[f"h.{k}"]["kind"] == "module", sorted(groups)[:10]
+    # the 60 identical blocks are one fold, "h.0–59 · GPT2Block ×60", that opens into them
+    fold = groups["h.0–59 · GPT2Block ×60"]
+    assert fold["kind"] == "repeat" and fold["count"] == 60
     frames = [f["id"] for f in api(page, "a.frames()")]
-    assert "m:transformer" in frames and "m:transformer.h" in frames
+    assert "m:transformer" in frames
     assert not any("ops from" in label for label in groups), "blocks are named after what they hold"
+    api(page, f"a.expand({json.dumps(fold['id'])})")
+    inside = {g["label"]: g for g in api(page, "a.groups()")}
+    for k in (0, 30, 59):
+        assert inside[f"h.{k} · GPT2Block"]["kind"] == "module"
     # a parameter sits inside its module: selecting it opens h.3, attn and c_attn around it
     doc = model_graph("gpt2_60")
     weight = next(n["id"] for n in doc["nodes"] if (n.get("tensor") or {}).get("name") == "transformer.h.3.attn.c_attn.weight")
@@ -128,6 +133,7 @@ def test_open_group_is_a_frame_centred_and_closed_from_its_title(watched: Any, e
     w = open_model(watched, exports, "gpt2_60")
     page = w.page
     gid = "m:transformer.h.40"
+    api(page, 'a.expand("r:transformer.h.0")')  # the fold of the 60 blocks, then block 40 in it
     api(page, f"a.expand({json.dumps(gid)})")
     assert gid in [f["id"] for f in api(page, "a.frames()")]
     assert api(page, f"a.centre({json.dumps(gid)})"), "centre() works on an open group"

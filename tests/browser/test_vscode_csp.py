@@ -71,7 +71,7 @@ def test_widget_renders_in_a_strict_csp_iframe_without_blob_workers(watched: Any
     inner = next(f for f in w.page.frames if f.url.endswith("webview.html"))
     api = "document.querySelector('.graphwidget-root').graphwidget"
     info = inner.evaluate(f"""async () => {{ const a = {api}; await a.ready;
-        return {{ worker: a.timings.worker, algorithm: a.timings.algorithm, nodes: a.nodeCount(), labels: a.labelCount(),
+        return {{ worker: a.timings.worker, algorithm: a.timings.algorithm, nodes: a.graphNodeCount(), labels: a.labelCount(),
                   errors: window.errors, violations: window.violations,
                   styled: getComputedStyle(document.querySelector('.gw-toolbar')).display,
                   findingsStyled: getComputedStyle(document.querySelector('.graphwidget-root'))
@@ -84,7 +84,7 @@ def test_widget_renders_in_a_strict_csp_iframe_without_blob_workers(watched: Any
     assert any(v.startswith("worker-src") for v in info["violations"]), "the CSP really refused the worker"
     assert all(v.startswith("worker-src") or v.startswith("style-src") for v in info["violations"]), info["violations"]
     # it works: a click on a node selects it and writes the trait back
-    pos = inner.evaluate(f"() => {{ const a = {api}; a.centre(0); return a.nodeScreenPosition(0); }}")
+    pos = inner.evaluate(f"async () => {{ const a = {api}; await a.expandAll(); a.centre(0); return a.nodeScreenPosition(0); }}")
     box = w.page.locator("#webview").bounding_box()
     w.page.mouse.click(box["x"] + pos["x"], box["y"] + pos["y"])
     inner.wait_for_function("() => window.model.saved.length > 0")

@@ -1,5 +1,5 @@
 /**
- * Finding badges on the canvas: a round mark on the top-left corner of every node the advisor names ("!" warning,
+ * Finding badges on the canvas: a round mark just outside the top-left corner of every node the advisor names ("!" warning,
  * "i" info, "✓" a finding of A that B no longer has), and on every closed group holding such nodes ("!3": three
  * findings inside). Drawn in screen pixels after everything else, at a fixed size, so they stay visible however far
  * the view is zoomed out (the diff's status badges sit on the top-right corner, these on the top-left).
@@ -50,11 +50,13 @@ export function drawFindingBadges(ctx: CanvasRenderingContext2D, cam: CameraStat
   for (let i = 0; i < view.items.length; i++) {
     if (!level[i]) continue;
     const it = view.items[i];
-    const x = (it.x - it.w / 2) * cam.s + cam.tx, y = (it.y - it.h / 2) * cam.s + cam.ty;
-    if (x < -r || y < -r || x > cssW + r || y > cssH + r) continue;
+    const x0 = (it.x - it.w / 2) * cam.s + cam.tx, y0 = (it.y - it.h / 2) * cam.s + cam.ty;
+    if (x0 < -2 * r || y0 < -2 * r || x0 > cssW + r || y0 > cssH + r) continue;
     const sym = SYMBOL[level[i]];
     const label = it.cluster && count[i] > 1 ? `${sym}${count[i]}` : sym;
-    out.push({ item: i, x, y, r, level: level[i], label });
+    // just outside the corner (over the border and the gap): the label inside starts right of it, uncovered
+    const w = Math.max(2 * r, label.length * 6 + 8);
+    out.push({ item: i, x: x0 - w / 2 + 3, y: y0 - r + 3, r, level: level[i], label });
   }
   if (!out.length) return out;
   ctx.save();

@@ -71,10 +71,11 @@ export class Colouring {
     this.coloured(p);
   }
 
-  /** The fill colour of a drawn item (the shared colour scale), or null if it is not drawn. */
-  itemColour(i: number): string | null {
+  /** The fill colour of a drawn item (the shared colour scale; `dark`: the dark page's palette), or null if it is
+   * not drawn. */
+  itemColour(i: number, dark = false): string | null {
     const p = this.paint();
-    return p && i >= 0 && i < p.t.length ? fillOf(p.t[i]) : null;
+    return p && i >= 0 && i < p.t.length ? fillOf(p.t[i], dark) : null;
   }
 
   /**

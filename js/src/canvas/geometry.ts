@@ -1,12 +1,12 @@
 /** Geometry of a laid-out view: bounds, the opening camera, hit testing of items and edges. */
 import type { ViewGraph } from "../model/view";
 import { Camera, clamp, type CameraState } from "./camera";
-import { edgeDistance2, LEGIBLE_SCALE } from "./render";
+import { edgeDistance2, TEXT_SCALE } from "./render";
 import { FRAME_TITLE_H } from "../layout/types";
 
 export type Bounds = [number, number, number, number];
 
-/** [x0, y0, x1, y1] around every drawn item and frame, or null for an empty view. */
+/** [x0, y0, x1, y1] around every drawn item, frame and edge, or null for an empty view. */
 export function viewBounds(v: ViewGraph): Bounds | null {
   if (!v.items.length) return null;
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
@@ -17,6 +17,16 @@ export function viewBounds(v: ViewGraph): Bounds | null {
   for (const f of v.frames) {
     x0 = Math.min(x0, f.x - f.w / 2); x1 = Math.max(x1, f.x + f.w / 2);
     y0 = Math.min(y0, f.y - f.h / 2); y1 = Math.max(y1, f.y + f.h / 2);
+  }
+  // routes can leave the boxes' area (a drawing wrapped into columns runs its column-to-column edges above and
+  // below them): what is drawn is fitted, so they count. Edges are curves inside their points' hull.
+  for (const e of v.edges) {
+    const p = e.points;
+    if (!p) continue;
+    for (let k = 0; k < p.length; k += 2) {
+      x0 = Math.min(x0, p[k]); x1 = Math.max(x1, p[k]);
+      y0 = Math.min(y0, p[k + 1]); y1 = Math.max(y1, p[k + 1]);
+    }
   }
   return [x0, y0, x1, y1];
 }
@@ -33,7 +43,7 @@ export function frameBounds(v: ViewGraph, f: number): Bounds {
  * screenful, and the minimap shows the rest. Views of mostly groups stay fitted down to half that scale: group
  * labels are drawn at every zoom, so the whole structure can be read.
  */
-export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = LEGIBLE_SCALE): CameraState {
+export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = TEXT_SCALE): CameraState {
   const fitted = Camera.fitBounds(b, w, h);
   const groups = v.items.reduce((a, it) => a + (it.cluster ? 1 : 0), 0);
   const floor = groups * 2 >= v.items.length ? legible / 2 : legible;

@@ -4,10 +4,12 @@
  * The laid-out view goes to the pane (`laidOut`), which colours, marks and draws it.
  */
 import type { GraphModel } from "../model/graph";
-import type { Cluster, Hierarchy } from "../model/grouping";
-import { buildView, initialExpansion, type ViewGraph } from "../model/view";
+import { DEFAULT_GROUPING, type Cluster, type Hierarchy } from "../model/grouping";
+import { buildView, expansionLevels, initialExpansion, viewArea, type ViewGraph } from "../model/view";
 import { LayoutClient } from "../layout/client";
-import { chooseAlgorithm, type LayoutInput, type LayoutResult } from "../layout/types";
+import { chooseAlgorithm, LEGIBLE_SCALE, type LayoutInput, type LayoutResult } from "../layout/types";
+import type { PaneSize } from "../layout/wrap";
+import { viewBounds } from "./geometry";
 import { TITLE_FONT, type TextMeasurer } from "./measure";
 import type { Anchor } from "./viewport";
 
@@ -22,6 +24,10 @@ export interface LayouterHooks {
   laidOut(view: ViewGraph, anchor: Anchor | undefined): Promise<void>;
   /** after every relayout that was drawn */
   changed(): void;
+  /** the pane's size, once it has one (the first view is chosen to fit it) */
+  size(): Promise<PaneSize>;
+  /** the pane's size now (0 × 0 before it is laid out) */
+  currentSize(): PaneSize;
 }
 
 export class Layouter {
@@ -34,6 +40,8 @@ export class Layouter {
   private started = 0;
   private finished = 0;
   private running: Promise<void> = Promise.resolve();
+  /** the first layout picks how far the graph opens (see opening()) */
+  private first = true;
 
   /**
    * `timings`: where the last relayout's times go (the pane's, shown in the status bar and the automation API);
@@ -90,30 +98,94 @@ export class Layouter {
     this.client.dispose();
   }
 
+  /** The drawn view for a set of open groups. */
+  private build(expanded: Set<Cluster>): ViewGraph {
+    return buildView(this.model, this.hier, expanded, this.measurer.box, (t) => this.measurer.width(`▾ ${t} · 000.0 KiB`, TITLE_FONT),
+      (c) => (c.kind === "chain" || c.kind === "fanin") && !this.opened.has(c));
+  }
+
   private async layoutOnce(seq: number, finish: () => void, anchor?: Anchor): Promise<void> {
     const t0 = performance.now();
-    const view = buildView(this.model, this.hier, this.expanded, this.measurer.box, (t) => this.measurer.width(`▾ ${t} · 000.0 KiB`, TITLE_FONT),
-      (c) => (c.kind === "chain" || c.kind === "fanin") && !this.opened.has(c));
-    const input = layoutInput(view);
-    const t1 = performance.now();
-    const res = await this.client.layout(input);
-    if (seq !== this.seq) { finish(); return; } // superseded by a newer expand/collapse
-    place(view, res);
-    this.timings.view = t1 - t0;
-    this.timings.layout = performance.now() - t1;
+    let view: ViewGraph, res: LayoutResult, input: LayoutInput, tView: number;
+    if (this.first) {
+      this.first = false;
+      const got = await this.opening(seq);
+      if (!got) { finish(); return; }
+      ({ view, res, input, tView } = got);
+    } else {
+      view = this.build(this.expanded);
+      input = layoutInput(view, this.hooks.currentSize());
+      tView = performance.now() - t0;
+      res = await this.client.layout(input);
+      if (seq !== this.seq) { finish(); return; } // superseded by a newer expand/collapse
+      place(view, res);
+    }
+    this.timings.view = tView;
+    this.timings.layout = performance.now() - t0 - tView;
     this.timings.algorithm = res.algorithm || chooseAlgorithm(input);
     this.timings.worker = this.client.mode;
     await this.hooks.laidOut(view, anchor);
     finish();
     this.hooks.changed();
   }
+
+  /**
+   * The first view: the most open expansion level (model/view.ts expansionLevels) whose drawing fits the pane at a
+   * legible zoom, so the whole model is on screen and readable; the top level when even that does not fit. Levels
+   * are tried from the top down and a level that cannot fit by its area alone is not laid out.
+   */
+  private async opening(seq: number): Promise<{ view: ViewGraph; res: LayoutResult; input: LayoutInput; tView: number } | null> {
+    const size = await this.hooks.size();
+    const levels = expansionLevels(this.model, this.hier);
+    // a small graph opens flat, everything drawn, when that fits (DEFAULT_GROUPING.flatUpTo); else it opens as any
+    // other: the levels from the top down
+    const flatFirst = this.model.n <= DEFAULT_GROUPING.flatUpTo && levels.length > 1;
+    if (flatFirst) levels.unshift(levels.pop()!);
+    let best: { view: ViewGraph; res: LayoutResult; input: LayoutInput; tView: number; set: Set<Cluster> } | null = null;
+    let tView = 0;
+    for (let k = 0; k < levels.length; k++) {
+      const t = performance.now();
+      // a level that cannot fit by the area of its boxes is not built (building walks the whole graph)
+      if (best && best.view.items.length >= 3 && viewArea(this.model, levels[k], this.hier.root, this.measurer.box) > room(size)) break;
+      const view = this.build(levels[k]);
+      tView += performance.now() - t;
+      const input = layoutInput(view, size);
+      const res = await this.client.layout(input);
+      if (seq !== this.seq) return null;
+      place(view, res);
+      const ok = fitsLegibly(view, size);
+      if (flatFirst && k === 0) {
+        if (ok) { best = { view, res, input, tView, set: levels[k] }; break; }
+        continue;
+      }
+      // one or two boxes say nothing of the model: then the next level is taken, fitted, even if it is small
+      const bare = !!best && best.view.items.length < 3;
+      if (!best || ok || bare) best = { view, res, input, tView, set: levels[k] };
+      if (!ok) break;
+    }
+    this.expanded = best!.set;
+    return { ...best!, tView };
+  }
+}
+
+/** The area, in world units, that a pane shows at a legible zoom (what a view's boxes must fit in). */
+export function room(size: PaneSize): number {
+  return (Math.max(size.w - 48, 1) * Math.max(size.h - 48, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
+}
+
+/** Whether a laid-out view fits the pane whole at a zoom where its labels are legible. */
+export function fitsLegibly(view: ViewGraph, size: PaneSize): boolean {
+  const b = viewBounds(view);
+  if (!b) return true;
+  const s = Math.min((size.w - 48) / Math.max(b[2] - b[0], 1), (size.h - 48) / Math.max(b[3] - b[1], 1));
+  return s >= LEGIBLE_SCALE;
 }
 
 /**
  * What the layout needs of a view: box sizes, edges and, when groups are open, the frames. One pass over the items
  * and one over the edges: on an expand-all of a big graph this runs on the main thread before the worker starts.
  */
-export function layoutInput(view: ViewGraph): LayoutInput {
+export function layoutInput(view: ViewGraph, pane?: PaneSize): LayoutInput {
   const { items, edges, frames } = view;
   const n = items.length, m = edges.length, nf = frames.length;
   const w = new Float64Array(n), h = new Float64Array(n);
@@ -130,6 +202,7 @@ export function layoutInput(view: ViewGraph): LayoutInput {
     dst[k] = edges[k].t;
   }
   const input: LayoutInput = { w, h, src, dst };
+  if (pane && pane.w > 0 && pane.h > 0) input.pane = { w: pane.w, h: pane.h };
   if (owner) {
     const fparent = new Int32Array(nf), fminw = new Float64Array(nf);
     for (let f = 0; f < nf; f++) {

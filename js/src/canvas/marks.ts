@@ -1,9 +1,13 @@
 /**
- * Diff status on the canvas: a coloured outline and a stripe down the left edge of every changed, added or removed
- * node (dashed outline for a closed group holding such nodes), and, once labels are legible, a badge on the
- * top-right corner: Δ changed, + added, − removed, or the number of such members for a group.
+ * Diff status on the canvas, in a channel of its own that never collides with the colour scale (which carries the
+ * cost): hues the heat palette never uses (violet changed, teal added, slate removed), a shape for each (changed:
+ * a solid outline; added: a double outline; removed: a dashed outline over a hatched fill, "gone"), and a badge
+ * that says it in a symbol: Δ changed, + added, − removed, or the number of such members on a closed group. The
+ * badges are drawn at a fixed screen size outside the box's top-right corner, so they are readable at any zoom and
+ * never cover a label.
  */
 import type { Paint } from "./render";
+import type { CameraState } from "./camera";
 import { KIND_GROUP, box } from "./shapes";
 import { FONT_FAMILY } from "./measure";
 import type { Theme } from "./theme";
@@ -12,67 +16,100 @@ const CODES = [2, 3, 4] as const;
 const SYMBOL: Record<number, string> = { 2: "Δ", 3: "+", 4: "−" };
 const BADGE_FONT = `700 10px ${FONT_FAMILY}`;
 
-function colourOf(th: Theme, code: number): string {
+export function statusColour(th: Theme, code: number): string {
   return code === 3 ? th.added : code === 4 ? th.removed : th.changed;
 }
 
-/** Outlines and stripes, drawn over the fills and under the selection/search rings. */
+/** Outlines (and the removed hatch), drawn over the fills and under the selection/search rings. */
 export function drawStatus(ctx: CanvasRenderingContext2D, p: Paint, vis: number[], px: number, detailed: boolean, th: Theme): void {
   const st = p.status!;
   const items = p.view.items;
   const radius = (i: number) => (p.kind[i] === KIND_GROUP ? 5 : Math.min(5, items[i].h / 2));
-  for (const code of CODES) {
-    const nodes: number[] = [], groups: number[] = [];
-    for (const i of vis) if (st[i] === code) (p.kind[i] === KIND_GROUP ? groups : nodes).push(i);
-    if (!nodes.length && !groups.length) continue;
-    const colour = colourOf(th, code);
-    ctx.fillStyle = colour;
+  const outline = (list: number[], gap: number) => {
     ctx.beginPath();
-    for (const i of nodes.concat(groups)) {
-      const it = items[i];
-      ctx.rect(it.x - it.w / 2, it.y - it.h / 2, Math.min(5, it.w / 4), it.h);
+    for (const i of list) {
+      const it = items[i], g = gap * px;
+      box(ctx, it.x - it.w / 2 - g, it.y - it.h / 2 - g, it.w + 2 * g, it.h + 2 * g, radius(i) + g, detailed);
     }
-    ctx.fill();
-    ctx.strokeStyle = colour;
-    ctx.lineWidth = Math.max(2.5 * px, 1.5);
-    for (const [list, dash] of [[nodes, []], [groups, [6, 3]]] as [number[], number[]][]) {
-      if (!list.length) continue;
-      ctx.setLineDash(dash.map((d) => d * px));
-      ctx.beginPath();
-      for (const i of list) { const it = items[i]; box(ctx, it.x - it.w / 2, it.y - it.h / 2, it.w, it.h, radius(i), detailed); }
-      ctx.stroke();
-    }
-    ctx.setLineDash([]);
-  }
-}
-
-/** The corner badges, drawn last (over labels) and only when labels are drawn. */
-export function drawBadges(ctx: CanvasRenderingContext2D, p: Paint, vis: number[], th: Theme): void {
-  const st = p.status!;
-  const items = p.view.items;
-  ctx.font = BADGE_FONT;
-  ctx.textAlign = "center";
-  ctx.textBaseline = "middle";
+    ctx.stroke();
+  };
   for (const code of CODES) {
     const list = vis.filter((i) => st[i] === code);
     if (!list.length) continue;
-    const label = (i: number) => (p.kind[i] === KIND_GROUP ? String(p.statusCount?.[i] ?? "") : SYMBOL[code]);
-    ctx.fillStyle = colourOf(th, code);
-    ctx.beginPath();
+    const colour = statusColour(th, code);
+    if (code === 4) hatch(ctx, p, list, px, colour);
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = Math.max(2.5 * px, 1.5);
+    const groups = list.filter((i) => p.kind[i] === KIND_GROUP), nodes = list.filter((i) => p.kind[i] !== KIND_GROUP);
+    // removed: dashed ("not there any more"); a closed group holding such nodes: dashed too, its badge says how many
+    ctx.setLineDash(code === 4 ? [5 * px, 3 * px] : []);
+    outline(nodes, 0);
+    ctx.setLineDash([6 * px, 3 * px]);
+    outline(groups, 0);
+    ctx.setLineDash([]);
+    // added: a second, outer outline
+    if (code === 3) { ctx.lineWidth = Math.max(1.5 * px, 1); outline(nodes, 4.5); }
+  }
+}
+
+/** Diagonal stripes over removed items (clipped to their boxes). */
+function hatch(ctx: CanvasRenderingContext2D, p: Paint, list: number[], px: number, colour: string): void {
+  const items = p.view.items;
+  ctx.save();
+  ctx.beginPath();
+  for (const i of list) { const it = items[i]; ctx.rect(it.x - it.w / 2, it.y - it.h / 2, it.w, it.h); }
+  ctx.clip();
+  ctx.beginPath();
+  const step = Math.max(8, 9 * px);
+  for (const i of list) {
+    const it = items[i];
+    const x0 = it.x - it.w / 2, y0 = it.y - it.h / 2;
+    for (let d = -it.h; d < it.w; d += step) { ctx.moveTo(x0 + d, y0 + it.h); ctx.lineTo(x0 + d + it.h, y0); }
+  }
+  ctx.globalAlpha = 0.35;
+  ctx.strokeStyle = colour;
+  ctx.lineWidth = Math.max(1.5 * px, 1);
+  ctx.stroke();
+  ctx.restore();
+}
+
+/** The status badges, in screen pixels at a fixed size, just outside each item's top-right corner. */
+export function drawStatusBadges(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
+  vis: number[], th: Theme): void {
+  const st = p.status!;
+  const items = p.view.items;
+  ctx.save();
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.font = BADGE_FONT;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  const small = cam.s < 0.45;
+  const r = small ? 5.5 : 7;
+  for (const code of CODES) {
+    const list = vis.filter((i) => st[i] === code);
+    if (!list.length) continue;
     for (const i of list) {
       const it = items[i];
-      const w = Math.max(14, ctx.measureText(label(i)).width + 8);
-      const x = it.x + it.w / 2 - w / 2 + 3, y = it.y - it.h / 2;
-      if (ctx.roundRect) ctx.roundRect(x - w / 2, y - 7, w, 14, 7); else ctx.rect(x - w / 2, y - 7, w, 14);
-    }
-    ctx.fill();
-    ctx.fillStyle = "#ffffff";
-    for (const i of list) {
-      const it = items[i];
-      const w = Math.max(14, ctx.measureText(label(i)).width + 8);
-      ctx.fillText(label(i), it.x + it.w / 2 - w / 2 + 3, it.y - it.h / 2 + 0.5);
+      const x1 = (it.x + it.w / 2) * cam.s + cam.tx, y0 = (it.y - it.h / 2) * cam.s + cam.ty;
+      if (x1 < -r || y0 < -r || x1 > cssW + r + 4 || y0 > cssH + r) continue;
+      const label = p.kind[i] === KIND_GROUP ? String(p.statusCount?.[i] ?? "") : SYMBOL[code];
+      const w = Math.max(2 * r, ctx.measureText(label).width + 8);
+      // centred just outside the corner: over the border and the gap, not over the label inside
+      const cx = x1 + w / 2 - 3, cy = y0 - r + 3;
+      ctx.beginPath();
+      if (ctx.roundRect) ctx.roundRect(cx - w / 2, cy - r, w, 2 * r, r); else ctx.rect(cx - w / 2, cy - r, w, 2 * r);
+      ctx.fillStyle = statusColour(th, code);
+      ctx.fill();
+      ctx.lineWidth = 1.5;
+      ctx.strokeStyle = th.bg;
+      ctx.stroke();
+      if (!small) {
+        ctx.fillStyle = th.dark ? "#0b1220" : "#ffffff";
+        ctx.fillText(label, cx, cy + 0.5);
+      }
     }
   }
+  ctx.restore();
 }
 
 /**

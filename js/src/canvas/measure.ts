@@ -7,6 +7,8 @@ export const TITLE_FONT = `600 11px ${FONT_FAMILY}`;
 const PAD = 10;
 const MIN_W = 56;
 const MAX_W = 240;
+/** a group's first line names it and its class ("blocks.0–11 · DecoderBlock ×12"): room for that */
+const MAX_GROUP_W = 320;
 const GLYPH_W = 18; // room for the expand mark on group boxes
 
 type Ctx = { font: string; measureText(s: string): { width: number } };
@@ -58,11 +60,12 @@ export class TextMeasurer {
 
   box = (label: string, sublabel: string, group: boolean, cutLeft = false): { w: number; h: number; dl: string; ds: string } => {
     const extra = group ? GLYPH_W : 0;
-    const inner = MAX_W - 2 * PAD - extra;
+    const max = group ? MAX_GROUP_W : MAX_W;
+    const inner = max - 2 * PAD - extra;
     const dl = cutLeft ? this.fitLeft(label, LABEL_FONT, inner) : this.fit(label, LABEL_FONT, inner);
     const ds = this.fit(sublabel, SUB_FONT, inner);
     const tw = Math.max(this.width(dl, LABEL_FONT), ds ? this.width(ds, SUB_FONT) : 0);
-    const w = Math.min(MAX_W, Math.max(MIN_W, Math.ceil(tw) + 2 * PAD + extra));
+    const w = Math.min(max, Math.max(MIN_W, Math.ceil(tw) + 2 * PAD + extra));
     const h = group ? 40 : ds ? 36 : 26;
     return { w, h, dl, ds };
   };

@@ -7,14 +7,12 @@
  * button (in the zoom controls) when it would cover a node; that button shows or hides it, and the user's choice
  * then holds.
  */
-import { BUCKET_COLOURS, bucketOf } from "../model/colour";
+import { bucketOf, fillAt } from "../model/colour";
 import type { CameraState } from "./camera";
 import { viewBounds } from "./geometry";
 import type { ViewGraph } from "../model/view";
 import { LIGHT, type Theme } from "./theme";
 
-/** diff status specks (changed, added, removed), drawn on top so changes can be found in a big graph */
-const STATUS_SPECK: Record<number, string> = { 2: "#d97706", 3: "#16a34a", 4: "#dc2626" };
 
 export const MINIMAP_W = 180;
 export const MINIMAP_H = 120;
@@ -116,9 +114,10 @@ export class Minimap {
     for (const i of order) {
       const it = view.items[i];
       const b = bucketOf(t[i]);
-      const st = status && status[i] >= 2 ? STATUS_SPECK[status[i]] : null;
-      // the palette's pale end would vanish on a light background: low and missing values become plain specks
-      ctx.fillStyle = st ?? (hot[i] ? th.hot : b < 6 ? th.speck : BUCKET_COLOURS[b]);
+      // diff status specks (the theme's status colours) on top, so changes can be found in a big graph
+      const st = status && status[i] >= 2 ? (status[i] === 3 ? th.added : status[i] === 4 ? th.removed : th.changed) : null;
+      // the palette's receding end would vanish into the background: low and missing values become plain specks
+      ctx.fillStyle = st ?? (hot[i] ? th.hot : b < 6 ? th.speck : fillAt(t[i], th.dark));
       const big = hot[i] || st;
       const w = Math.max(big ? 3 : 1.2, it.w * s), h = Math.max(big ? 3 : 1.2, it.h * s);
       ctx.fillRect(this.ox + it.x * s - w / 2, this.oy + it.y * s - h / 2, w, h);

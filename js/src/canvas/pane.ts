@@ -59,6 +59,9 @@ export class GraphPane {
   private current: Paint | null = null;
   private drawnOnce = false;
   private lastLabels = 0;
+  private lastLegible = 0;
+  /** the last frame's drawn items on screen and legible labels on them */
+  lastItems = { onScreen: 0, labelled: 0 };
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -83,6 +86,8 @@ export class GraphPane {
       error: (err) => events.error(err),
       laidOut: (view, anchor) => this.show(view, anchor),
       changed: () => events.changed(),
+      size: async () => { await this.surface.sized; return { w: this.surface.width, h: this.surface.height }; },
+      currentSize: () => ({ w: this.surface.width, h: this.surface.height }),
     }, this.timings, layouts);
     this.marks = new Highlights(model, () => this.current, redraw);
     this.colours = new Colouring(model, measurer, () => this.current, events.recolour && (() => events.recolour!()), (p) => {
@@ -126,10 +131,16 @@ export class GraphPane {
     this.drawnOnce = true;
   }
 
-  /** Opens a group: its frame takes the place of its box (the top-left corner stays where it was on screen). */
-  expand(c: Cluster, anchorAtScreen = true): Promise<void> {
+  /**
+   * Opens a group: its frame takes the place of its box (the top-left corner stays where it was on screen), and
+   * the camera follows to show what it holds.
+   */
+  async expand(c: Cluster, anchorAtScreen = true): Promise<void> {
     const anchor = anchorAtScreen ? this.viewport.anchorItem(c.id) : undefined;
-    return this.layout.open(c) ? this.layout.relayout(anchor) : this.idle();
+    if (!this.layout.open(c)) return this.idle();
+    await this.layout.relayout(anchor);
+    const f = this.view?.frameOfCluster.get(c.id);
+    if (f !== undefined) { this.viewport.follow(f); this.viewport.placeOverlays(); }
   }
 
   /** Closes a group (from its frame's title, the Inspector or the API): its box takes the place of its frame. */
@@ -186,6 +197,11 @@ export class GraphPane {
     return this.lastLabels;
   }
 
+  /** Of those, the ones drawn at a legible size on screen. */
+  get legibleCount(): number {
+    return this.lastLegible;
+  }
+
   private paint(ctx: CanvasRenderingContext2D, w: number, h: number, dpr: number): void {
     const p = this.current;
     if (!p) return;
@@ -193,6 +209,8 @@ export class GraphPane {
     const cam = this.viewport.camera;
     const st = draw(ctx, cam, w, h, dpr, p, theme);
     this.lastLabels = st.labels;
+    this.lastLegible = st.legible;
+    this.lastItems = { onScreen: st.nodes, labelled: st.itemLabels };
     // finding badges: on top, at a fixed screen size (badges.ts)
     const findings = this.marks.findings;
     this.badges = findings ? drawFindingBadges(ctx, cam, w, h, dpr, p.view, findings, theme) : [];

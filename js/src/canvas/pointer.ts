@@ -4,7 +4,9 @@
  *
  * The wheel follows the convention of maps and plotly in a scrolling page (a notebook): it scrolls the page, and
  * zooms only with Ctrl (⌘ on a Mac; a trackpad pinch sends Ctrl too) or once the graph was clicked into; a hint
- * says so when someone tries. Where nothing around the view scrolls (the exported page) it always zooms.
+ * says so when someone tries. Where nothing around the view scrolls (the exported page) it always zooms. Inside a
+ * frame (Colab's and VS Code's output frames, a page embedding the export) the page that scrolls is outside it, out
+ * of sight: a frame counts as a scrolling host.
  */
 import type { GraphPane } from "./pane";
 import type { PaneViewport } from "./viewport";
@@ -78,8 +80,11 @@ export function bindPointer(pane: GraphPane): void {
   c.addEventListener("blur", () => { engaged = false; });
   c.addEventListener("wheel", (ev) => {
     if (!(ev.ctrlKey || ev.metaKey) && !engaged && pageScrolls(pane.el)) {
+      // the page scrolls under the pointer: what the tooltip described is no longer there
+      pane.marks.setHover(-1, -1);
+      hideTooltip(pane);
       showWheelHint(pane);
-      return; // the page scrolls
+      return;
     }
     ev.preventDefault();
     const p = pointerAt(pane, ev);
@@ -127,8 +132,12 @@ function hover(pane: GraphPane, ev: PointerEvent): void {
   pane.canvas.style.cursor = i >= 0 || f >= 0 ? "pointer" : "grab";
 }
 
-/** True when something around the view scrolls (a notebook, a long page): then the wheel belongs to it. */
+/**
+ * True when something around the view scrolls (a notebook, a long page) or may (the view is inside a frame: the
+ * page around the frame is not visible from here): then the wheel belongs to it.
+ */
 export function pageScrolls(el: Element): boolean {
+  if (inFrame()) return true;
   let e: Element | null = el.parentElement ?? hostOf(el);
   while (e) {
     if (e.scrollHeight > e.clientHeight + 1) {
@@ -139,6 +148,15 @@ export function pageScrolls(el: Element): boolean {
   }
   const se = document.scrollingElement;
   return !!se && se.scrollHeight > se.clientHeight + 1 && getComputedStyle(document.body).overflowY !== "hidden";
+}
+
+/** Whether this page is shown inside another one (an iframe). Reading window.top is allowed across origins. */
+export function inFrame(): boolean {
+  try {
+    return window.self !== window.top;
+  } catch {
+    return true;
+  }
 }
 
 /** The element a shadow root hangs from (marimo renders widgets in shadow roots), or null. */

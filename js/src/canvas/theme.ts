@@ -14,7 +14,7 @@ export interface Theme {
   /** text drawn on the background (the ×N edge counts) */
   bgText: string;
   stroke: string; select: string; match: string; hot: string; group: string; groupShadow: string;
-  /** diff status: changed, added, removed (outline, stripe and badge) */
+  /** diff status: changed, added, removed (outline and badge): hues the colour scale never uses */
   changed: string; added: string; removed: string;
   /** frames (expanded groups): body tint (adds up with nesting), title bar, border, title text, zoomed-out title tab */
   frameFill: string; frameTitle: string; frameStroke: string; frameText: string; frameTab: string;
@@ -26,7 +26,7 @@ export const LIGHT: Theme = {
   dark: false,
   bg: "#fbfbfc", edge: "#9aa3af", edgeHi: "#2563eb", text: "#1f2328", textMuted: "#57606a", bgText: "#57606a",
   stroke: "#6b7280", select: "#2563eb", match: "#d946ef", hot: "#7f1d1d", group: "#374151", groupShadow: "#d1d5db",
-  changed: "#d97706", added: "#16a34a", removed: "#dc2626",
+  changed: "#7c3aed", added: "#0d9488", removed: "#64748b",
   frameFill: "rgba(99,110,125,0.055)", frameTitle: "rgba(99,110,125,0.13)", frameStroke: "rgba(75,85,99,0.55)",
   frameText: "#374151", frameTab: "rgba(229,231,235,0.92)", speck: "#c3c8d0", viewport: "#2563eb",
 };
@@ -34,8 +34,8 @@ export const LIGHT: Theme = {
 export const DARK: Theme = {
   dark: true,
   bg: "#16181d", edge: "#6e7681", edgeHi: "#60a5fa", text: "#1f2328", textMuted: "#57606a", bgText: "#9da7b3",
-  stroke: "#8b949e", select: "#60a5fa", match: "#e879f9", hot: "#ff7b72", group: "#c9d1d9", groupShadow: "#4b5563",
-  changed: "#f59e0b", added: "#22c55e", removed: "#f43f5e",
+  stroke: "#8b949e", select: "#60a5fa", match: "#e879f9", hot: "#ffffff", group: "#c9d1d9", groupShadow: "#4b5563",
+  changed: "#a78bfa", added: "#2dd4bf", removed: "#94a3b8",
   frameFill: "rgba(160,170,185,0.06)", frameTitle: "rgba(160,170,185,0.14)", frameStroke: "rgba(160,170,185,0.45)",
   frameText: "#d1d7e0", frameTab: "rgba(40,44,52,0.92)", speck: "#59616d", viewport: "#60a5fa",
 };

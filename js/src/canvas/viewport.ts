@@ -4,13 +4,10 @@
  */
 import type { ViewGraph } from "../model/view";
 import { Camera } from "./camera";
-import { edgeMidpoint, frameBounds, openingCamera, readableCamera, viewBounds, type Bounds } from "./geometry";
+import { edgeMidpoint, frameBounds, readableCamera, viewBounds, type Bounds } from "./geometry";
 import { Minimap } from "./minimap";
 import type { Paint } from "./render";
 import type { PaneSurface } from "./surface";
-
-/** Fit shows the whole drawing unless that makes it thinner than this on screen; then it fits across it. */
-const MIN_FIT_PX = 60;
 
 /**
  * What a relayout keeps in place on screen: a node (its centre), or the top-left corner of a group, whether it is
@@ -26,6 +23,7 @@ export class PaneViewport {
   /** the user moved the camera (or code centred something) since the view was last fitted: a resize keeps the
    * centre then, instead of fitting again */
   private moved = false;
+  private settle = 0;
 
   constructor(private surface: PaneSurface, private view: () => ViewGraph | null, redraw: () => void) {
     this.minimap = new Minimap(surface.el, (x, y) => this.camera.centreOn(x, y, surface.width, surface.height, this.camera.s, "pan"));
@@ -33,35 +31,50 @@ export class PaneViewport {
     this.camera.on("change", (c) => {
       if (c.reason !== "fit" && c.reason !== "set") this.moved = true;
       redraw();
+      // once the camera rests (after a selection centred a node, a zoom, a pan), the minimap moves out of the way
+      // of what is now under it
+      clearTimeout(this.settle);
+      this.settle = window.setTimeout(() => this.placeOverlays(), 120);
     });
   }
 
-  /** The whole view on screen (never magnified past 1.25). */
+  /** The whole view on screen (never magnified past 1.25): Fit always shows everything. */
   fit(): void {
     const { width: w, height: h } = this.surface;
     const v = this.view();
     const b = v && w ? viewBounds(v) : null;
     if (!b) return;
     const c = Camera.fitBounds(b, w, h);
-    const bw = b[2] - b[0], bh = b[3] - b[1];
-    if (Math.min(bw * c.s, bh * c.s) >= MIN_FIT_PX) this.camera.set(c.s, c.tx, c.ty, "fit");
-    else if (bh > bw) {
-      // a sliver (a deep network opened whole): fit across it and start where the flow begins, not a line
-      const s = Math.min(1.25, (w - 48) / Math.max(bw, 1));
-      this.camera.set(s, w / 2 - ((b[0] + b[2]) / 2) * s, 24 - b[1] * s, "fit");
-    } else {
-      const s = Math.min(1.25, (h - 48) / Math.max(bh, 1));
-      this.camera.set(s, 24 - b[0] * s, h / 2 - ((b[1] + b[3]) / 2) * s, "fit");
-    }
+    this.camera.set(c.s, c.tx, c.ty, "fit");
     this.moved = false;
   }
 
-  /** The opening camera: fitted, or readable at the top of a tall drawing. */
+  /** The opening camera: the whole view, fitted (the layout chose what to open so that it is legible so). */
   initialView(): void {
+    this.fit();
+  }
+
+  /**
+   * After a group opened (its frame's corner where its box was): brings the frame's contents into view. A frame
+   * that fits at this zoom is moved on screen as little as needed; a bigger one is fitted, down to a legible zoom;
+   * one too big even for that is shown from its title down (centreFrame).
+   */
+  follow(f: number): void {
     const v = this.view();
-    const c = v && this.surface.width ? openingCamera(v, this.surface.width, this.surface.height) : null;
-    if (c) this.camera.set(c.s, c.tx, c.ty, "fit");
-    this.moved = false;
+    const { width: w, height: h } = this.surface;
+    if (!v || f < 0 || f >= v.frames.length || !w) return;
+    const b = frameBounds(v, f);
+    const cam = this.camera;
+    const [x0, y0] = cam.toScreen(b[0], b[1]), [x1, y1] = cam.toScreen(b[2], b[3]);
+    const pad = 16;
+    if (x0 >= 0 && y0 >= 0 && x1 <= w && y1 <= h) return;
+    if (x1 - x0 <= w - 2 * pad && y1 - y0 <= h - 2 * pad) {
+      const dx = x0 < pad ? pad - x0 : x1 > w - pad ? w - pad - x1 : 0;
+      const dy = y0 < pad ? pad - y0 : y1 > h - pad ? h - pad - y1 : 0;
+      cam.pan(dx, dy, "centre");
+      return;
+    }
+    this.centreFrame(f);
   }
 
   /**

@@ -7,7 +7,7 @@ import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
 import type { CameraState } from "../canvas/camera";
 import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
-import { badgesOf, type BadgeInfo, type FindingSummary } from "../ui/api";
+import { badgesOf, labelStatsOf, outsideOf, type BadgeInfo, type FindingSummary, type LabelStats } from "../ui/api";
 
 export type SideName = "a" | "b";
 
@@ -56,6 +56,12 @@ export interface DiffWidgetApi {
   selectFinding(i: number, side: SideName): Promise<number | null>;
   findingsText(): string;
   findingBadges(side: SideName): BadgeInfo[];
+  /** a side's drawn items on screen in the last frame and how many carry a legible label */
+  labelStats(side: SideName): LabelStats;
+  /** ids of a side's drawn items and open groups not wholly inside its pane */
+  outside(side: SideName): (number | string)[];
+  /** whether the side panel is shown, and where: "side" (beside the panes) or "below" (under them) */
+  panel(): "side" | "below" | "hidden";
   readonly timings: Record<string, number | string>;
 }
 
@@ -120,7 +126,7 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
       return true;
     },
     camera: (s) => pane(s)?.camera.state ?? null,
-    nodeColour: (id, s) => pane(s)?.colours.itemColour(itemOf(id, s)) ?? null,
+    nodeColour: (id, s) => { const p = pane(s); return p ? p.colours.itemColour(itemOf(id, s), p.surface.theme.dark) : null; },
     sync: () => app.syncOn,
     setSync: (on) => app.setSync(!!on, false),
     colourBy: (m) => {
@@ -144,6 +150,17 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     },
     findingsText: () => app.findingsText(),
     findingBadges: (s) => badgesOf(pane(s)),
+    labelStats: (s) => labelStatsOf(pane(s)),
+    outside: (s) => {
+      const k = sideOf(s), v = app.panes[k]?.view;
+      return outsideOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
+    },
+    panel: () => {
+      const side = app.root.querySelector<HTMLElement>(".gw-side");
+      if (!side || side.hidden) return "hidden";
+      const b = app.root.querySelector<HTMLElement>(".gw-body");
+      return b && getComputedStyle(b).flexDirection === "column" ? "below" : "side";
+    },
     get timings() {
       const [a, b] = app.panes;
       return { decode: app.timings.decode, total: app.timings.total, layout_a: a?.timings.layout ?? 0, layout_b: b?.timings.layout ?? 0,

@@ -60,10 +60,8 @@ export class DiffApp extends App {
     this.toolbar.searchInput.placeholder = "Search both sides…";
   }
 
-  /** Narrow: two panes need the width, so the side panel starts hidden and floats over B when opened. */
-  protected override narrowChanged(narrow: boolean): void {
-    this.showPanel(!narrow);
-  }
+  /** Narrow: two panes need the width, so the side panel goes below them (class gw-narrow), never over pane B. */
+  protected override narrowChanged(_narrow: boolean): void {}
 
   protected override attach(): void {
     attachDiffApi(this);
@@ -84,6 +82,9 @@ export class DiffApp extends App {
       this.fail(err);
     }
   }
+
+  /** The diff's panel opens when something is selected (the summary strip already says what changed). */
+  protected override openPanel(): void {}
 
   protected override afterShow(): void {
     const d = this.diff!;
@@ -110,10 +111,10 @@ export class DiffApp extends App {
     this.appendFindingsLegend(this.doc ? `resolved in ${this.doc.labels[1]}` : undefined);
   }
 
-  protected override statusText(): string {
+  protected override statusText(): [string, string] {
     const c = this.diff!.counts;
-    return `${formatCount(c.changed)} changed · ${formatCount(c.added)} added · ${formatCount(c.removed)} removed · ` +
-      `${formatCount(c.matched - c.changed)} unchanged`;
+    return [`${formatCount(c.changed)} changed · ${formatCount(c.added)} added · ${formatCount(c.removed)} removed · ` +
+      `${formatCount(c.matched - c.changed)} unchanged`, `Δ${formatCount(c.changed)} +${formatCount(c.added)} −${formatCount(c.removed)}`];
   }
 
   protected override describeItem(k: number, item: number): string | null {
@@ -158,7 +159,11 @@ export class DiffApp extends App {
     }
     this.renderInspector();
     this.findingsTab?.setSelected(side, d.idOf(side, node));
-    if (node >= 0 && user && !this.stayOnTab && !this.keepTab) this.panel.show("inspector");
+    if (node >= 0) {
+      const hidden = this.panel.el.hidden;
+      this.revealPanel();
+      if ((user || hidden) && !this.stayOnTab && !this.keepTab) this.panel.show("inspector");
+    }
   }
 
   /** Selects node id on a side (null clears both) and centres it and its counterpart; false for an unknown id. */

@@ -1,5 +1,5 @@
 /**
- * The diff Inspector: a matched pair side by side, field by field, with the fields named in `changed` marked; or,
+ * The diff Inspector: a matched pair side by side, field by field, the fields named in `changed` first and marked; or,
  * for a node without a counterpart, "no counterpart (added / removed)" above that node's full record.
  */
 import { h } from "../ui/dom";
@@ -71,6 +71,8 @@ export function renderPairInspector(el: HTMLElement, c: PairContext): void {
     .filter(({ f, va, vb }) => fields.has(f.key) || va !== "—" || vb !== "—");
   const known = new Set(PAIR_FIELDS.map((f) => f.key));
   for (const k of fields) if (!known.has(k)) rows.push({ f: { key: k, label: k, show: () => "" }, va: raw(a, k), vb: raw(b, k) });
+  // what differs first: the answer to "why is this pair changed" is the top of the table
+  rows.sort((x, y) => Number(fields.has(y.f.key)) - Number(fields.has(x.f.key)));
   const table = h("table", { class: "gw-grid gw-pair" },
     h("thead", {}, h("tr", {}, h("th", { text: "" }), h("th", { text: c.labels[0] }), h("th", { text: c.labels[1] }))),
     h("tbody", {}, ...rows.map(({ f, va, vb }) => h("tr", { class: fields.has(f.key) ? "gw-changed-row" : "", attrs: { "data-field": f.key } },

@@ -18,11 +18,14 @@
 import { dagreLayout } from "./dagre";
 import { layeredLayout } from "./layered";
 import { DAGRE_MAX_EDGES, DAGRE_MAX_NODES, FRAME_PAD, FRAME_TITLE_H, type LayoutInput, type LayoutResult } from "./types";
+import { fitPane } from "./wrap";
 
 /** nodes + edges that dagre may lay out in one compound layout */
 export const DAGRE_BUDGET = 400;
 
 const IN = 1, OUT = 2;
+/** padding inside a frame that holds other frames (FRAME_PAD inside the others) */
+const OUTER_PAD = 2 * FRAME_PAD;
 
 export function compoundLayout(inp: LayoutInput): LayoutResult {
   const t0 = performance.now();
@@ -118,9 +121,12 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
     const sub: LayoutInput = { w, h, src, dst, pin };
     const cost = K + es.length;
     const useDagre = !P && K <= DAGRE_MAX_NODES && es.length <= DAGRE_MAX_EDGES && cost <= dagreLeft;
-    const res = useDagre ? dagreLayout(sub) : layeredLayout(sub);
     if (useDagre) dagreLeft -= cost;
+    // shaped to the pane: too wide, its layers folded; too tall, in columns (a frame's contents as the top level)
+    sub.pane = inp.pane;
+    const res = fitPane(sub, useDagre ? dagreLayout(sub) : layeredLayout(sub));
     used.add(res.algorithm);
+    const wrapped = res.wrapped ?? null;
     // the frame is sized by its children; its ports sit on the top and bottom of that area
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
     for (let j = 0; j < K; j++) {
@@ -128,10 +134,13 @@ export function compoundLayout(inp: LayoutInput): LayoutResult {
       x0 = Math.min(x0, res.x[j] - W[r] / 2); x1 = Math.max(x1, res.x[j] + W[r] / 2);
       y0 = Math.min(y0, res.y[j] - H[r] / 2); y1 = Math.max(y1, res.y[j] + H[r] / 2);
     }
+    if (wrapped) { x0 = Math.min(x0, wrapped.x0); x1 = Math.max(x1, wrapped.x1); y0 = Math.min(y0, wrapped.y0); y1 = Math.max(y1, wrapped.y1); }
     // routes of ports leave the children's area sideways only within it
     for (let q = 0; q < P; q++) { x0 = Math.min(x0, res.x[K + q]); x1 = Math.max(x1, res.x[K + q]); }
-    const pad = c === ROOT ? 0 : FRAME_PAD;
-    const top = c === ROOT ? 0 : FRAME_TITLE_H + FRAME_PAD;
+    // a frame holding frames keeps more room around them, so nested borders read as nesting, not as a pile of
+    // parallel lines
+    const pad = c === ROOT ? 0 : list.some((r) => r >= n) ? OUTER_PAD : FRAME_PAD;
+    const top = c === ROOT ? 0 : FRAME_TITLE_H + pad;
     let cw = x1 - x0 + 2 * pad;
     let extra = 0;
     const minW = c === ROOT ? 0 : inp.fminw?.[c] ?? 0;

@@ -250,7 +250,7 @@ export function layeredLayout(inp: LayoutInput): LayoutResult {
     else if (it % 2 === 0) for (let l = 1; l < L; l++) place(l, up);
     else for (let l = L - 2; l >= 0; l--) place(l, down);
   }
-  yy = wrapWideRows(rows, x, y, vw, vh);
+  yy = wrapWideRows(rows, x, y, vw, vh, inp.maxRowW ?? MAX_ROW_W);
 
   packIsolated(isolated, x, y, vw, vh, rows, yy);
 
@@ -278,11 +278,11 @@ export function layeredLayout(inp: LayoutInput): LayoutResult {
 }
 
 /**
- * Layers wider than MAX_ROW_W (a fan of 200 weights into one op) are folded onto several rows, cut by x position
+ * Layers wider than maxRowW (a fan of 200 weights into one op) are folded onto several rows, cut by x position
  * so neighbours stay neighbours; otherwise the whole drawing, fitted to a screen, is a one-pixel line.
  * Sets every y and returns the bottom of the drawing.
  */
-function wrapWideRows(rows: number[][], x: Float64Array, y: Float64Array, w: Float64Array, h: Float64Array): number {
+function wrapWideRows(rows: number[][], x: Float64Array, y: Float64Array, w: Float64Array, h: Float64Array, maxRowW: number): number {
   let yy = 0;
   for (const row of rows) {
     let hmax = 0;
@@ -291,7 +291,7 @@ function wrapWideRows(rows: number[][], x: Float64Array, y: Float64Array, w: Flo
     const left = x[row[0]] - w[row[0]] / 2;
     const right = x[row[row.length - 1]] + w[row[row.length - 1]] / 2;
     const extent = right - left;
-    const parts = Math.ceil(extent / MAX_ROW_W);
+    const parts = Math.ceil(extent / maxRowW);
     if (parts <= 1) {
       for (const v of row) y[v] = yy + hmax / 2;
       yy += hmax + RANK_SEP;

@@ -1,4 +1,4 @@
-/** Data exchanged between the view and the layout (possibly across a worker boundary: typed arrays only). */
+/** Data exchanged between the view and the layout (possibly across a worker boundary: typed arrays and numbers). */
 
 export interface LayoutInput {
   /** node sizes */
@@ -22,6 +22,13 @@ export interface LayoutInput {
    * ports are pinned so: where edges enter it (top) and leave it (bottom).
    */
   pin?: Uint8Array;
+  /**
+   * The pane's size in CSS pixels: a drawing (or a frame's contents) too tall to fit it legibly is wrapped into
+   * columns (wrap.ts). Without it nothing is wrapped.
+   */
+  pane?: { w: number; h: number };
+  /** layered layout only: layers wider than this are folded onto several rows (default MAX_ROW_W) */
+  maxRowW?: number;
 }
 
 export interface LayoutResult {
@@ -39,7 +46,12 @@ export interface LayoutResult {
   fy?: Float64Array;
   fw?: Float64Array;
   fh?: Float64Array;
+  /** set when the drawing was wrapped into columns for the pane (wrap.ts): its bounds, with the margins its edges use */
+  wrapped?: { x0: number; y0: number; x1: number; y1: number; columns: number };
 }
+
+/** The zoom the first view aims at: 12 px node labels are 9 px on screen, the smallest that reads comfortably. */
+export const LEGIBLE_SCALE = 0.75;
 
 export const NODE_SEP = 24;
 export const RANK_SEP = 44;

@@ -2,9 +2,11 @@
  * Colour-by metrics and the colour scale.
  *
  * Values span orders of magnitude (a 4-byte scalar next to a 4 GiB activation), so the scale is logarithmic
- * between the smallest positive and the largest value. The palette runs from a pale yellow that recedes to a
- * dark red that does not; on top of that, "hot" nodes (the top of the distribution, see hotThreshold) get a
- * thick outline so they jump out even when zoomed far out.
+ * between the smallest positive and the largest value. The hot end is always the most salient one: on a light page
+ * the palette runs from a pale yellow that recedes into the page to a dark red that does not; on a dark page from a
+ * dim brown that recedes into the page to a bright yellow that does not (the same hues, the lightness reversed).
+ * On top of that, "hot" nodes (the top of the distribution, see hotThreshold) get a thick outline so they jump out
+ * even when zoomed far out.
  */
 import type { GraphNode } from "../schema/types";
 import { dtypeBytes, formatBytes, formatMs, numel } from "./format";
@@ -62,9 +64,12 @@ export function isMetricName(s: unknown): s is MetricName {
   return typeof s === "string" && s in METRICS;
 }
 
-/** Pale → hot. Chosen so dark text stays readable on the first two thirds and white on the last third. */
+/** Light pages: pale → hot. Chosen so dark text stays readable on the first two thirds and white on the last third. */
 export const PALETTE = ["#fff7bc", "#fee391", "#fec44f", "#fe9929", "#ec7014", "#cc4c02", "#993404", "#662506"];
+/** Dark pages: dim → bright, so the hot end stands out of the dark background as the pale end does on a light one. */
+export const PALETTE_DARK = ["#3b2f24", "#54391f", "#74451a", "#985314", "#c0650f", "#e2821a", "#f6ad3b", "#fde68a"];
 export const MISSING_COLOUR = "#e9ecf1";
+export const MISSING_COLOUR_DARK = "#30353d";
 const MIN_RANGE = 100;
 
 export interface Scale {
@@ -129,11 +134,12 @@ export function hotThreshold(values: ArrayLike<number>): number {
   return thr;
 }
 
-export function colourAt(t: number): string {
-  if (!Number.isFinite(t)) return MISSING_COLOUR;
-  const x = Math.min(1, Math.max(0, t)) * (PALETTE.length - 1);
-  const i = Math.min(PALETTE.length - 2, Math.floor(x));
-  return mix(PALETTE[i], PALETTE[i + 1], x - i);
+export function colourAt(t: number, dark = false): string {
+  const pal = dark ? PALETTE_DARK : PALETTE;
+  if (!Number.isFinite(t)) return dark ? MISSING_COLOUR_DARK : MISSING_COLOUR;
+  const x = Math.min(1, Math.max(0, t)) * (pal.length - 1);
+  const i = Math.min(pal.length - 2, Math.floor(x));
+  return mix(pal[i], pal[i + 1], x - i);
 }
 
 /** Quantised colour index so the renderer can batch fills into a handful of paths. */
@@ -143,10 +149,29 @@ export function bucketOf(t: number): number {
   return Math.min(BUCKETS - 1, Math.max(0, Math.round(t * (BUCKETS - 1))));
 }
 export const BUCKET_COLOURS: string[] = Array.from({ length: BUCKETS }, (_, i) => colourAt(i / (BUCKETS - 1)));
+export const BUCKET_COLOURS_DARK: string[] = Array.from({ length: BUCKETS }, (_, i) => colourAt(i / (BUCKETS - 1), true));
 
-/** Whether label text on this fill should be white. */
-export function darkFill(t: number): boolean {
-  return Number.isFinite(t) && t > 0.55;
+/** The fill of position t on the scale (its bucket), for a light or a dark page; the "no data" grey for NaN. */
+export function fillAt(t: number, dark = false): string {
+  const b = bucketOf(t);
+  if (b < 0) return dark ? MISSING_COLOUR_DARK : MISSING_COLOUR;
+  return (dark ? BUCKET_COLOURS_DARK : BUCKET_COLOURS)[b];
+}
+
+/** The palette's stops, for the legend's gradient. */
+export function paletteOf(dark: boolean): string[] {
+  return dark ? PALETTE_DARK : PALETTE;
+}
+
+/** Whether label text on the fill at t should be light (the fill is dark): decided by the fill's lightness. */
+export function darkFill(t: number, dark = false): boolean {
+  return luma(fillAt(t, dark)) < 0.45;
+}
+
+/** Relative lightness (0..1) of a #rrggbb colour. */
+export function luma(hex: string): number {
+  const v = parseInt(hex.slice(1), 16);
+  return (((v >> 16) & 255) * 0.299 + ((v >> 8) & 255) * 0.587 + (v & 255) * 0.114) / 255;
 }
 
 function mix(a: string, b: string, f: number): string {

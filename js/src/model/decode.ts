@@ -92,12 +92,22 @@ export function normaliseGraph(raw: unknown): GraphDoc {
       traced: m.traced === true,
       timed: m.timed === true,
       timing: m.timing && typeof m.timing === "object" ? (m.timing as Record<string, unknown>) : null,
+      modules: moduleClasses(m.modules),
+      modules_inferred: m.modules_inferred === true,
     },
     nodes,
     edges,
     // the advisor's findings (null: never advised); kept, not dropped with the other unknown top-level keys
     findings: normaliseFindings(o.findings),
   };
+}
+
+/** meta.modules as {path: class name}, string entries only (an older file has none: null). */
+function moduleClasses(v: unknown): Record<string, string> | null {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, c] of Object.entries(v as Record<string, unknown>)) if (typeof c === "string" && c) out[k] = c;
+  return out;
 }
 
 /** Fills a node record in place (the record is freshly parsed: copying 100k records would only cost time). */

@@ -5,8 +5,12 @@
  * Levels, outermost first:
  *   module  — nn.Module path (node.module, "a.b.c" nests in "a.b" in "a"); trivial levels are merged away. A
  *             parameter leaf without a module goes into the module its name says (`h.3.attn.c_attn.weight` →
- *             `h.3.attn.c_attn`), so a layer's weights sit inside the layer instead of in one row across the top
- *   chain   — maximal runs of nodes with exactly one input node and one output node ("chain ×N")
+ *             `h.3.attn.c_attn`), so a layer's weights sit inside the layer instead of in one row across the top.
+ *             Module clusters carry their class name when the graph says it (meta.modules)
+ *   repeat  — a run of sibling modules identical in class and op structure ("h.0–11 · GPT2Block ×12"), folded
+ *             into one group that opens into the run (repeats.ts)
+ *   chain   — maximal runs of nodes with exactly one input node and one output node, named after their ops; not
+ *             made inside a small module, which opens flat
  *   fanin   — ≥ minFanIn siblings with the same op (or the same chain signature) whose only consumer is one node
  *   range   — when a cluster still has more than maxChildren children, they are cut into consecutive blocks
  *             (topological order), recursively, so expanding any one cluster adds a bounded number of items
@@ -14,8 +18,12 @@
  */
 import type { GraphModel } from "./graph";
 import type { GraphNode } from "../schema/types";
+import { foldRepeats } from "./repeats";
+import { blockLabel, flowKey, opsName, shortOp } from "./names";
 
-export type ClusterKind = "root" | "module" | "chain" | "fanin" | "range";
+export { clusterTitle, flowKey, opMix, opsName, shortModuleName, shortOp } from "./names";
+
+export type ClusterKind = "root" | "module" | "repeat" | "chain" | "fanin" | "range";
 /** A child is a node index or a cluster. */
 export type Child = number | Cluster;
 
@@ -25,6 +33,10 @@ export interface Cluster {
   label: string;
   /** module path for module clusters */
   path: string | null;
+  /** the module's class (meta.modules; for a repeat, its members' class), or null when the graph does not say */
+  cls: string | null;
+  /** a folded run of identical modules: how many, and the ops each holds */
+  repeat: { count: number; each: number } | null;
   parent: Cluster | null;
   children: Child[];
   /** number of graph nodes inside */
@@ -38,9 +50,13 @@ export interface GroupingOptions {
   minChain: number;
   minFanIn: number;
   maxChildren: number;
+  /** identical sibling modules folded into one group from this many on */
+  minRepeat: number;
+  /** modules of at most this many ops open flat: no chain or fan-in groups inside them */
+  flatUpTo: number;
 }
 
-export const DEFAULT_GROUPING: GroupingOptions = { minChain: 3, minFanIn: 4, maxChildren: 200 };
+export const DEFAULT_GROUPING: GroupingOptions = { minChain: 3, minFanIn: 4, maxChildren: 200, minRepeat: 3, flatUpTo: 60 };
 
 export class Hierarchy {
   readonly root: Cluster;
@@ -56,14 +72,16 @@ export class Hierarchy {
     this.model = model;
     this.root = mk("root", "root", "all", null, null);
     this.parentOf = new Array(model.n);
-    this.buildModules();
+    this.buildModules(model.doc.meta.modules ?? null);
+    // a small graph opens flat: every op on screen says more than a fold of a few
+    if (model.n > o.flatUpTo) foldRepeats(model, this.root, o.minRepeat);
     this.groupStructure(this.root, o);
     this.finish(this.root, 0, o);
   }
 
   // ---- construction -------------------------------------------------------------------------------------
 
-  private buildModules(): void {
+  private buildModules(classes: Record<string, string> | null): void {
     const byPath = new Map<string, Cluster>();
     const get = (path: string): Cluster => {
       let c = byPath.get(path);
@@ -71,6 +89,7 @@ export class Hierarchy {
       const dot = path.lastIndexOf(".");
       const parent = dot < 0 ? this.root : get(path.slice(0, dot));
       c = mk(`m:${path}`, "module", path, path, parent);
+      c.cls = classes && Object.prototype.hasOwnProperty.call(classes, path) ? classes[path] : null;
       parent.children.push(c);
       byPath.set(path, c);
       return c;
@@ -110,6 +129,9 @@ export class Hierarchy {
   /** Chains, then fan-ins, among the direct node children of each cluster (recursively). */
   private groupStructure(c: Cluster, o: GroupingOptions): void {
     for (const ch of c.children) if (typeof ch !== "number") this.groupStructure(ch, o);
+    // a small module opens flat: its few ops say more than boxes named after runs of them
+    if (c.kind === "module" && c.size <= o.flatUpTo) return;
+    if (c.kind === "repeat") return;
     const m = this.model;
     const direct = new Set<number>();
     for (const ch of c.children) if (typeof ch === "number") direct.add(ch);
@@ -130,7 +152,7 @@ export class Hierarchy {
       }
       if (run.length < o.minChain) continue;
       const first = m.nodes[run[0]];
-      const g = mk(`c:${first.id}`, "chain", `chain ×${run.length}`, null, c);
+      const g = mk(`c:${first.id}`, "chain", opsName(m, run), null, c);
       g.children = run;
       run.forEach((x, k) => replaced.set(x, k === 0 ? g : null));
     }
@@ -152,7 +174,7 @@ export class Hierarchy {
     for (const [, items] of buckets) {
       if (items.length < o.minFanIn) continue;
       const head = items[0];
-      const op = typeof head === "number" ? m.nodes[head].op : head.label;
+      const op = typeof head === "number" ? shortOp(m.nodes[head].op) : head.label;
       const firstId = typeof head === "number" ? m.nodes[head].id : head.id;
       const g = mk(`f:${firstId}`, "fanin", `${op} ×${items.length}`, null, c);
       g.children = items;
@@ -209,6 +231,7 @@ export class Hierarchy {
     for (let b = 0; b * per < items.length; b++) {
       const part = items.slice(b * per, (b + 1) * per);
       const g = mk(`${c.id}/${tag}.${b}`, kind, "", c.path, c);
+      if (c.kind === "repeat") g.cls = c.cls;
       g.children = part;
       out.push(g);
     }
@@ -227,7 +250,7 @@ export class Hierarchy {
     const owner = new Map<number, number>();
     const key = new Float64Array(k);
     children.forEach((ch, j) => {
-      if (typeof ch === "number") { owner.set(ch, j); key[j] = m.topo[ch]; } else { this.forEachMember(ch, (i) => owner.set(i, j)); key[j] = ch.order; }
+      if (typeof ch === "number") { owner.set(ch, j); key[j] = flowKey(m, ch); } else { this.forEachMember(ch, (i) => owner.set(i, j)); key[j] = ch.order; }
     });
     const succ: number[][] = Array.from({ length: k }, () => []);
     const indeg = new Int32Array(k);
@@ -306,65 +329,13 @@ export function commonModule(a: string, b: string): string {
   return pa.slice(0, k).join(".");
 }
 
-function mk(id: string, kind: ClusterKind, label: string, path: string | null, parent: Cluster | null): Cluster {
-  return { id, kind, label, path, parent, children: [], size: 0, depth: 0, order: 0 };
+export function mk(id: string, kind: ClusterKind, label: string, path: string | null, parent: Cluster | null): Cluster {
+  return { id, kind, label, path, cls: null, repeat: null, parent, children: [], size: 0, depth: 0, order: 0 };
 }
 
 function chainSignature(m: GraphModel, c: Cluster): string {
   const ops = (c.children as number[]).map((i) => m.nodes[i].op);
   return ops.length <= 24 ? `chain:${ops.join(",")}` : `chain:${ops.length}:${ops[0]}:${ops[ops.length - 1]}`;
-}
-
-/**
- * A block is named after what it holds, never after its first node: the range of modules it spans
- * ("h.0 – h.11") when it holds modules, else its op mix ("View ×30 · Addmm ×12 · Mul ×8").
- */
-function blockLabel(m: GraphModel, g: Cluster, kind: ClusterKind, parent: Cluster): string {
-  const count = (x: Child): number => (typeof x === "number" ? 1 : x.children.reduce((a: number, y) => a + count(y), 0));
-  const n = count(g);
-  if (kind === "chain") return `chain ×${n}`;
-  if (kind === "fanin") return `${parent.label.replace(/ ×\d+$/, "")} ×${g.children.length}`;
-  const mods = g.children.filter((c): c is Cluster => typeof c !== "number" && c.kind === "module");
-  if (mods.length) {
-    const a = shortModuleName(mods[0].path!), b = shortModuleName(mods[mods.length - 1].path!);
-    return mods.length === 1 ? a : `${a} – ${b}`;
-  }
-  return opMix(m, g);
-}
-
-/** The three commonest ops inside a cluster, "View ×30 · Addmm ×12 · Mul ×8" ("Backward0" dropped). */
-export function opMix(m: GraphModel, c: Cluster, top = 3): string {
-  const counts = new Map<string, number>();
-  const visit = (x: Cluster) => {
-    for (const ch of x.children) {
-      if (typeof ch === "number") { const op = shortOp(m.nodes[ch].op); counts.set(op, (counts.get(op) ?? 0) + 1); } else visit(ch);
-    }
-  };
-  visit(c);
-  const best = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
-  const parts = best.slice(0, top).map(([op, k]) => `${op} ×${k}`);
-  return best.length > top ? `${parts.join(" · ")} · …` : parts.join(" · ");
-}
-
-/** The end of a module path that tells siblings apart: "transformer.h.3" → "h.3", "encoder.attn" → "attn". */
-export function shortModuleName(path: string): string {
-  const parts = path.split(".");
-  const last = parts[parts.length - 1];
-  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last;
-}
-
-/** "AddmmBackward0" → "Addmm": the suffix is on every op and says nothing. */
-export function shortOp(op: string): string {
-  return op.replace(/Backward\d*$/, "") || op;
-}
-
-/** Module clusters show their path relative to the enclosing module. */
-export function clusterTitle(c: Cluster): string {
-  if (c.kind !== "module" || !c.path) return c.label;
-  let p: Cluster | null = c.parent;
-  while (p && p.kind !== "module" && p.kind !== "root") p = p.parent;
-  if (p && p.kind === "module" && p.path && c.path.startsWith(`${p.path}.`)) return c.path.slice(p.path.length + 1);
-  return c.path;
 }
 
 /** Binary min-heap of indices ordered by key[index]. */

@@ -4,9 +4,9 @@
  * Rebuilt in O(nodes + edges) on every expand/collapse.
  */
 import type { GraphModel } from "./graph";
-import { clusterTitle, shortModuleName, type Cluster, type Hierarchy } from "./grouping";
+import { clusterTitle, shortModuleName, shortOp, type Cluster, type Hierarchy } from "./grouping";
 import { shortShape, formatCount } from "./format";
-import { FRAME_PAD } from "../layout/types";
+import { FRAME_PAD, NODE_SEP, RANK_SEP } from "../layout/types";
 
 export interface ViewItem {
   /** graph node index, or -1 for a collapsed cluster */
@@ -72,6 +72,22 @@ export function groupTitle(c: Cluster): string {
   return /^\d+$/.test(rel) ? shortModuleName(c.path) : rel;
 }
 
+/**
+ * What a group is, as its box's first line and its frame's title say it: the name and, for a module, its class
+ * ("attn · CausalSelfAttention"); for a fold, the run and how many ("h.0–11 · GPT2Block ×12"). Never a histogram
+ * of ops when a module name is known.
+ */
+export function groupName(c: Cluster): string {
+  const name = groupTitle(c);
+  if (c.kind === "repeat" && c.repeat) return `${name} · ${c.cls ?? "module"} ×${c.repeat.count}`;
+  return c.cls ? `${name} · ${c.cls}` : name;
+}
+
+/** The size part of a group's second line and frame title: "43 ops", or "62 ops each" for a fold. */
+export function groupSize(c: Cluster): string {
+  return c.kind === "repeat" && c.repeat ? `${formatCount(c.repeat.each)} ops each` : `${formatCount(c.size)} ops`;
+}
+
 export type Measure = (label: string, sublabel: string, group: boolean, cutLeft?: boolean) => { w: number; h: number; dl: string; ds: string };
 
 export function nodeSublabel(model: GraphModel, i: number): string {
@@ -102,12 +118,13 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
         rep[ch] = items.length;
         const label = model.nodes[ch].op;
         const sublabel = nodeSublabel(model, ch);
-        items.push({ node: ch, cluster: null, label, sublabel, ...measure(label, sublabel, false), x: 0, y: 0, frame });
+        // drawn without the "Backward0" every op has (the tooltip and the Inspector give the full name)
+        items.push({ node: ch, cluster: null, label, sublabel, ...measure(shortOp(label), sublabel, false), x: 0, y: 0, frame });
       } else if (expanded.has(ch) && frameless(ch)) {
         visit(ch, frame, depth);
       } else if (expanded.has(ch)) {
         const f = frames.length;
-        const title = `${groupTitle(ch)} · ${formatCount(ch.size)} ops`;
+        const title = `${groupName(ch)} · ${groupSize(ch)}`;
         frames.push({ cluster: ch, parent: frame, depth: depth + 1, title, minW: titleWidth(title) + 2 * FRAME_PAD + 16, x: 0, y: 0, w: 0, h: 0 });
         frameOfCluster.set(ch.id, f);
         visit(ch, f, depth + 1);
@@ -117,10 +134,10 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
         h.forEachMember(ch, (i) => { rep[i] = idx; });
         // named relative to the enclosing module, which is drawn as a frame around it when open; at the top level
         // (nothing open around it) that is its full path
-        const label = groupTitle(ch);
-        const sublabel = `${formatCount(ch.size)} ops`;
+        const label = groupName(ch);
+        const sublabel = groupSize(ch);
         // room for the cost the pane adds to the second line ("49 ops · 539 KiB")
-        const m = measure(label, `${sublabel} · 000.0 KiB`, true, ch.kind === "module");
+        const m = measure(label, `${sublabel} · 000.0 KiB`, true, ch.kind === "module" && !ch.cls);
         items.push({ node: -1, cluster: ch, label, sublabel, ...m, ds: sublabel, x: 0, y: 0, frame });
       }
     }
@@ -143,6 +160,24 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
   return { items, edges, rep, itemOfCluster, frames, frameOfCluster };
 }
 
+/**
+ * The area the drawn boxes of an expansion need (each with half the spacing around it), without building the view:
+ * a cheap lower bound of what its layout will take, visiting only what would be drawn.
+ */
+export function viewArea(model: GraphModel, expanded: Set<Cluster>, root: Cluster, measure: Measure): number {
+  let area = 0;
+  const add = (m: { w: number; h: number }) => { area += (m.w + NODE_SEP / 2) * (m.h + RANK_SEP / 2); };
+  const visit = (c: Cluster) => {
+    for (const ch of c.children) {
+      if (typeof ch === "number") add(measure(shortOp(model.nodes[ch].op), nodeSublabel(model, ch), false));
+      else if (expanded.has(ch)) visit(ch);
+      else add(measure(groupName(ch), `${groupSize(ch)} · 000.0 KiB`, true, ch.kind === "module" && !ch.cls));
+    }
+  };
+  visit(root);
+  return area;
+}
+
 /** Per drawn item: the sum of `values` over the nodes it shows (NaN where none has a value). */
 export function sumByItem(rep: Int32Array, items: number, values: ArrayLike<number>): Float64Array {
   const sums = new Float64Array(items).fill(NaN);
@@ -157,32 +192,34 @@ export function sumByItem(rep: Int32Array, items: number, values: ArrayLike<numb
 }
 
 export interface ExpandPolicy {
-  /** graphs with at most this many nodes open fully expanded */
+  /** graphs with at most this many nodes may open fully expanded */
   fullUpTo: number;
-  /** ... and so do graphs up to this size without any module path: there is no model structure to open level by
+  /** ... and so may graphs up to this size without any module path: there is no model structure to open level by
    * level, only chains and blocks */
   fullWithoutModulesUpTo: number;
   /** otherwise module and block clusters are opened a whole level at a time while the view stays under this many
-   * items; chain and fan-in groups stay closed until clicked */
+   * items; chain, fan-in and fold groups stay closed until clicked */
   budget: number;
 }
 export const DEFAULT_POLICY: ExpandPolicy = { fullUpTo: 300, fullWithoutModulesUpTo: 2000, budget: 250 };
 
-export function initialExpansion(model: GraphModel, h: Hierarchy, policy: Partial<ExpandPolicy> = {}): Set<Cluster> {
+/**
+ * The ways the graph can open, from the most folded to the most open: the top level; then one whole level of
+ * modules and blocks more at a time while the view stays under the budget; then, for a small graph, everything.
+ * The pane opens the most open one that still fits on screen legibly (canvas/layouter.ts).
+ */
+export function expansionLevels(model: GraphModel, h: Hierarchy, policy: Partial<ExpandPolicy> = {}): Set<Cluster>[] {
   const p = { ...DEFAULT_POLICY, ...policy };
+  const out: Set<Cluster>[] = [];
   const expanded = new Set<Cluster>([h.root]);
-  const modules = h.allClusters().some((c) => c.kind === "module");
-  if (model.n <= p.fullUpTo || (!modules && model.n <= p.fullWithoutModulesUpTo)) {
-    for (const c of h.allClusters()) expanded.add(c);
-    return expanded;
-  }
+  out.push(new Set(expanded));
   // Level by level, all or nothing: a level opened only in part would show some modules in detail and their
   // siblings as boxes, which reads as a difference between them that is not there.
   let visible = h.root.children.length;
   let level = h.root.children.filter((c): c is Cluster => typeof c !== "number");
   while (level.length) {
-    // a chain or fan-in group already is the summary: opening it only adds a long row of look-alike boxes
-    const open = level.filter((c) => c.kind !== "chain" && c.kind !== "fanin");
+    // a chain, fan-in or fold already is the summary: opening it only adds a long row of look-alike boxes
+    const open = level.filter((c) => c.kind === "module" || c.kind === "range");
     const delta = open.reduce((a, c) => a + c.children.length - 1, 0);
     if (!open.length || visible + delta > p.budget) break;
     visible += delta;
@@ -191,7 +228,19 @@ export function initialExpansion(model: GraphModel, h: Hierarchy, policy: Partia
       expanded.add(c);
       for (const ch of c.children) if (typeof ch !== "number") next.push(ch);
     }
+    out.push(new Set(expanded));
     level = next;
   }
-  return expanded;
+  const modules = h.allClusters().some((c) => c.kind === "module");
+  if (model.n <= p.fullUpTo || (!modules && model.n <= p.fullWithoutModulesUpTo)) {
+    const all = new Set<Cluster>([h.root, ...h.allClusters()]);
+    if (all.size > out[out.length - 1].size) out.push(all);
+  }
+  return out;
+}
+
+/** The most open of the expansion levels (what opens when the pane's size is not known). */
+export function initialExpansion(model: GraphModel, h: Hierarchy, policy: Partial<ExpandPolicy> = {}): Set<Cluster> {
+  const levels = expansionLevels(model, h, policy);
+  return levels[levels.length - 1];
 }

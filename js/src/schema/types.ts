@@ -107,6 +107,10 @@ export interface GraphMeta {
   traced: boolean;
   timed: boolean;
   timing: Record<string, unknown> | null;
+  /** {module path: class name} of every nn.Module the capture saw ("" is the model itself); null in older files */
+  modules?: Record<string, string> | null;
+  /** true when the nodes' `module` paths were inferred (a plain capture), not recorded by a trace */
+  modules_inferred?: boolean;
 }
 
 /** Finding keys in the order the Python side writes them (graphwidget/model/schema.py FINDING_KEYS). */

@@ -13,6 +13,47 @@ export interface FindingSummary { rule: string; severity: string; nodes: number[
 /** A finding badge as drawn in the last frame: on a node (its id) or a group (its id string), in viewport CSS px. */
 export interface BadgeInfo { id: number | string; severity: "warning" | "info" | "resolved"; label: string; x: number; y: number; }
 
+/** What the first view is judged by: how many drawn items are on screen, how many carry a legible label. */
+export interface LabelStats {
+  /** drawn items (nodes and closed groups) at least partly on screen in the last frame */
+  items: number;
+  /** of those, the ones whose label was drawn at a legible size (9 px or more on screen) */
+  labelled: number;
+  /** every label drawn (items and frame titles), and how many of them legibly */
+  labels: number;
+  legible: number;
+  /** the zoom: world units to screen pixels */
+  scale: number;
+}
+
+export function labelStatsOf(pane: GraphPane | null | undefined): LabelStats {
+  if (!pane) return { items: 0, labelled: 0, labels: 0, legible: 0, scale: 0 };
+  return { items: pane.lastItems.onScreen, labelled: pane.lastItems.labelled, labels: pane.labelCount, legible: pane.legibleCount, scale: pane.camera.s };
+}
+
+/** The drawn items, open groups' frames and edges of a pane that are not wholly inside it (ids; groups by their id). */
+export function outsideOf(pane: GraphPane | null | undefined, idOf: (item: number) => number | string): (number | string)[] {
+  const v = pane?.view;
+  if (!pane || !v) return [];
+  const { width: w, height: h } = pane.surface;
+  const out: (number | string)[] = [];
+  const off = (x0: number, y0: number, x1: number, y1: number) => {
+    const [a, b] = pane.camera.toScreen(x0, y0), [c, d] = pane.camera.toScreen(x1, y1);
+    return a < -0.5 || b < -0.5 || c > w + 0.5 || d > h + 0.5;
+  };
+  v.items.forEach((it, k) => { if (off(it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2)) out.push(idOf(k)); });
+  v.frames.forEach((f) => { if (off(f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2)) out.push(f.cluster.id); });
+  // an edge's curve stays inside its points' hull
+  v.edges.forEach((e) => {
+    const p = e.points;
+    if (!p) return;
+    for (let k = 0; k < p.length; k += 2) {
+      if (off(p[k], p[k + 1], p[k], p[k + 1])) { out.push(`edge ${idOf(e.s)} → ${idOf(e.t)}`); return; }
+    }
+  });
+  return out;
+}
+
 /** The badges a pane drew in its last frame, in viewport (client) CSS pixels. */
 export function badgesOf(pane: GraphPane | null | undefined): BadgeInfo[] {
   if (!pane || !pane.view) return [];
@@ -35,7 +76,9 @@ export interface GraphWidgetApi {
   graphNodeCount(): number;
   graphEdgeCount(): number;
   visibleNodeIds(): number[];
-  groups(): { id: string; kind: string; label: string; size: number }[];
+  /** the closed groups drawn: kind module, repeat (a fold of identical modules), chain, fanin or range; label is
+   * the box's first line ("h.0–11 · GPT2Block ×12"), cls the module class when the graph names it */
+  groups(): { id: string; kind: string; label: string; size: number; cls: string | null; count: number | null }[];
   select(id: number | null): Promise<boolean>;
   selected(): number | null;
   inspectorText(): string;
@@ -57,7 +100,17 @@ export interface GraphWidgetApi {
   fit(): void;
   /** labels drawn in the last frame: node and group labels, frame titles (not edge counts nor badges) */
   labelCount(): number;
-  /** open groups drawn as titled frames: `{id, kind, label, size, rect}` (rect in viewport CSS pixels) */
+  /** the last frame's drawn items on screen and how many carry a legible label (9 px or more on screen) */
+  labelStats(): LabelStats;
+  /** ids of the drawn items and open groups not wholly on screen, and "edge <id> → <id>" for a drawn edge that
+   * leaves it ([] when the whole view is) */
+  outside(): (number | string)[];
+  /** what a group holds, one level down: node ids and group ids (a fold: its members) */
+  children(groupId: string): (number | string)[];
+  /** whether the side panel is shown */
+  panelShown(): boolean;
+  /** open groups drawn as titled frames: `{id, kind, label, size, rect}` (rect in viewport CSS pixels; label is the
+   * title, "attn · CausalSelfAttention · 43 ops") */
   frames(): { id: string; kind: string; label: string; size: number; rect: { left: number; top: number; right: number; bottom: number } }[];
   /** the drawn items (nodes and closed groups) at least partly on screen, as viewport CSS pixel rectangles */
   itemRects(): { id: number | string; left: number; top: number; right: number; bottom: number }[];
@@ -98,7 +151,8 @@ export function attachApi(app: App): GraphWidgetApi {
     graphNodeCount: () => app.model?.n ?? 0,
     graphEdgeCount: () => app.model?.edges.length ?? 0,
     visibleNodeIds: () => (view()?.items ?? []).filter((it) => it.node >= 0).map((it) => app.model!.nodes[it.node].id),
-    groups: () => (view()?.items ?? []).filter((it) => it.cluster).map((it) => ({ id: it.cluster!.id, kind: it.cluster!.kind, label: it.label, size: it.cluster!.size })),
+    groups: () => (view()?.items ?? []).filter((it) => it.cluster).map((it) => ({ id: it.cluster!.id, kind: it.cluster!.kind, label: it.label, size: it.cluster!.size,
+      cls: it.cluster!.cls, count: it.cluster!.repeat?.count ?? null })),
     select: (id) => app.selectId(id, true, false),
     selected: () => (app.pane && app.pane.marks.selectedNode >= 0 ? app.model!.nodes[app.pane.marks.selectedNode].id : null),
     inspectorText: () => {
@@ -139,6 +193,10 @@ export function attachApi(app: App): GraphWidgetApi {
       return true;
     },
     labelCount: () => app.pane?.labelCount ?? 0,
+    labelStats: () => labelStatsOf(app.pane),
+    outside: () => outsideOf(app.pane, (k) => { const it = view()!.items[k]; return it.cluster ? it.cluster.id : app.model!.nodes[it.node].id; }),
+    children: (id) => cluster(id).children.map((c) => (typeof c === "number" ? app.model!.nodes[c].id : c.id)),
+    panelShown: () => !app.root.querySelector<HTMLElement>(".gw-side")?.hidden,
     frames: () => (view()?.frames ?? []).map((f) => ({ id: f.cluster.id, kind: f.cluster.kind, label: f.title, size: f.cluster.size,
       rect: app.pane!.viewport.clientRect([f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2]) })),
     itemRects: () => {

@@ -22,7 +22,7 @@ import { injectStyles } from "./styles";
 import { attachApi } from "./api";
 import { FindingsTab, findingsLegend, injectFindingStyles, type FindingSection } from "./findings";
 import { FindingMarks, shortSource } from "../model/findings";
-import { pickTheme } from "../canvas/theme";
+import { pickTheme, watchTheme } from "../canvas/theme";
 import type { GraphDoc } from "../schema/types";
 
 export interface AppOptions {
@@ -66,6 +66,7 @@ export class App {
   private hitCursor = 0;
   private t0 = performance.now();
   private sizeWatch: ResizeObserver;
+  private unwatchTheme: () => void;
   /** layout workers started with the view, so their start-up overlaps decoding; one per expected pane */
   private workers: LayoutClient[];
   private narrow: boolean | null = null;
@@ -73,6 +74,8 @@ export class App {
   protected findingsTab: FindingsTab | null = null;
   /** true while a pick in a side-panel list selects a node: the panel stays on that list */
   protected keepTab = false;
+  /** the user showed or hid the side panel with its button: that choice holds */
+  protected panelChosen = false;
 
   constructor(el: HTMLElement, protected opts: AppOptions = {}, tabs: [TabName, string][] = GRAPH_TABS, panes = 1) {
     this.root = el;
@@ -91,12 +94,16 @@ export class App {
       expandAll: () => void this.expandAll(),
       collapseAll: () => void this.collapseAll(),
       fit: () => this.fitAll(),
-      togglePanel: () => { this.panel.el.hidden = !this.panel.el.hidden; return !this.panel.el.hidden; },
+      togglePanel: () => { this.panelChosen = true; this.showPanel(this.panel.el.hidden); return !this.panel.el.hidden; },
     });
     this.main = h("div", { class: "gw-main" });
     this.legend = h("div", { class: "gw-legend" });
     this.panel = new SidePanel(tabs);
     this.body = h("div", { class: "gw-body" }, h("div", { class: "gw-mainwrap" }, this.main, this.legend), this.panel.el);
+    // the panel has nothing to show until something is selected: the graph gets its room (openPanel decides, once
+    // the graph is known)
+    this.panel.el.hidden = true;
+    this.toolbar.setPanelShown(false);
     el.replaceChildren(this.toolbar.el, this.body);
     this.sizeWatch = new ResizeObserver(() => {
       const narrow = el.clientWidth < 900;
@@ -106,6 +113,8 @@ export class App {
       this.narrowChanged(narrow);
     });
     this.sizeWatch.observe(el);
+    // the legend's gradient is the canvas's palette, which follows the page's theme
+    this.unwatchTheme = watchTheme(el, () => { if (this.panes.length) this.drawLegend(); });
     this.attach();
   }
 
@@ -121,6 +130,23 @@ export class App {
   protected showPanel(shown: boolean): void {
     this.panel.el.hidden = !shown;
     this.toolbar.setPanelShown(shown);
+  }
+
+  /**
+   * The panel at open: hidden (the graph gets the room) unless the graph carries a warning of the advisor, which
+   * the Findings tab then shows by itself. Decided before the first layout, so the first view fits the pane it
+   * will have.
+   */
+  protected openPanel(docs: GraphDoc[]): void {
+    if (this.panelChosen) return;
+    const warned = docs.some((d) => (d.findings ?? []).some((f) => f.severity === "warning"));
+    this.showPanel(warned);
+    if (warned) this.panel.show("findings");
+  }
+
+  /** Something was selected: the panel shows it (unless the user hid the panel). */
+  protected revealPanel(): void {
+    if (!this.panelChosen && this.panel.el.hidden) this.showPanel(true);
   }
 
   get model(): GraphModel | null { return this.models[0] ?? null; }
@@ -148,6 +174,7 @@ export class App {
     this.hiers = [];
     this.panes = [];
     const docs = specs.map((s) => s.doc);
+    this.openPanel(docs);
     // The default colour is decided in Python (graphwidget/views/payload.py:default_colour) and arrives as the
     // widget's colour_by or the export's data-colour; without one, saved bytes (every graph has them).
     const metric: MetricName = this.opts.metric && isMetricName(this.opts.metric) ? this.opts.metric : "saved_bytes";
@@ -281,21 +308,23 @@ export class App {
   }
 
   private onChanged(): void {
-    this.toolbar.status.textContent = this.statusText();
-    this.toolbar.status.title = this.toolbar.status.textContent; // it is cut when the toolbar is narrow
+    const [long, short] = this.statusText();
+    // a narrow toolbar shows the short form whole rather than the long one cut to "8." (the long one on hover)
+    this.toolbar.status.replaceChildren(h("span", { class: "gw-long", text: long }), h("span", { class: "gw-short", text: short }));
+    this.toolbar.status.title = long;
     this.drawLegend();
     this.renderInspector();
     if (this.panes.every((p) => p.view && !p.layout.busy)) this.setState("ready");
   }
 
-  /** The toolbar's status text: counts, what is drawn, the layout time. */
-  protected statusText(): string {
+  /** The toolbar's status text, long (counts, what is drawn, the layout time) and short (the graph's size). */
+  protected statusText(): [string, string] {
     const p = this.pane!, v = p.view!, m = this.model!;
     const groups = v.items.filter((it) => it.cluster).length;
     const shown = v.items.length - groups;
-    return `${formatCount(m.n)} nodes · ${formatCount(m.edges.length)} edges` +
+    return [`${formatCount(m.n)} nodes · ${formatCount(m.edges.length)} edges` +
       (groups ? ` · showing ${formatCount(shown)} + ${formatCount(groups)} groups` : "") +
-      ` · layout ${Math.round(p.timings.layout)} ms (${p.timings.algorithm})`;
+      ` · layout ${Math.round(p.timings.layout)} ms (${p.timings.algorithm})`, `${formatCount(m.n)} nodes`];
   }
 
   /** The legend under the panes: the colour scale (the diff view adds the status marks). */
@@ -338,7 +367,11 @@ export class App {
     this.renderInspector();
     this.table?.setSelected(node >= 0 ? this.model!.nodes[node].id : -1);
     this.findingsTab?.setSelected(0, node >= 0 ? this.model!.nodes[node].id : null);
-    if (node >= 0 && user && !this.keepTab) this.panel.show("inspector");
+    if (node >= 0) {
+      const hidden = this.panel.el.hidden;
+      this.revealPanel();
+      if ((user || hidden) && !this.keepTab) this.panel.show("inspector");
+    }
     this.opts.onSelect?.(node >= 0 ? this.model!.nodes[node].id : null, user);
   }
 
@@ -438,6 +471,7 @@ export class App {
 
   dispose(): void {
     this.sizeWatch.disconnect();
+    this.unwatchTheme();
     this.workers.forEach((w) => w.dispose());
     this.panes.forEach((p) => p.dispose());
     this.root.replaceChildren();

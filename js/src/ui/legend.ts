@@ -3,7 +3,8 @@
  * (the middle value on hover), the "no data" swatch and what the thick outline means. Its title folds it to that
  * title alone; the diff view and the findings add their parts after it.
  */
-import { MISSING_COLOUR, PALETTE, METRICS, legendTicks, type Scale } from "../model/colour";
+import { MISSING_COLOUR, MISSING_COLOUR_DARK, METRICS, legendTicks, paletteOf, type Scale } from "../model/colour";
+import { pickTheme } from "../canvas/theme";
 import { h } from "./dom";
 
 const FOLDED = "gw-legend-folded";
@@ -27,9 +28,11 @@ export function renderLegend(el: HTMLElement, s: Scale): void {
   }
   const ticks = legendTicks(s).map((v) => def.format(v));
   const bar = h("span", { class: "gw-legend-bar", title: ticks.length === 3 ? `log scale: ${ticks[0]} · ${ticks[1]} · ${ticks[2]}` : "" });
-  bar.style.background = `linear-gradient(to right, ${PALETTE.join(", ")})`;
+  // the canvas's own palette: reversed in lightness on a dark page, so the hot end is the salient one there too
+  const dark = pickTheme(el).dark;
+  bar.style.background = `linear-gradient(to right, ${paletteOf(dark).join(", ")})`;
   const missing = h("span", { class: "gw-legend-swatch" });
-  missing.style.background = MISSING_COLOUR;
+  missing.style.background = dark ? MISSING_COLOUR_DARK : MISSING_COLOUR;
   const parts: HTMLElement[] = [
     title(`Colour: ${def.label} (log)`),
     h("span", { class: "gw-legend-scale" }, h("span", { class: "gw-legend-tick", text: ticks[0] }), bar,

@@ -32,7 +32,7 @@ export function renderHeader(title: HTMLElement, label: string, row: TableRow, k
   const badges = ranks ? ranks.badges(k, formatMs) : [];
   title.replaceChildren(
     h("span", { class: "gw-nway-label", text: label }),
-    ...badges.map((b) => h("span", { class: `gw-nway-badge gw-nway-${b.kind}`, text: b.text, title: b.title, attrs: { "data-badge": b.kind } })),
+    ...badges.map((b) => h("span", { class: `gw-nway-badge gw-nway-badge-${b.kind}`, text: b.text, title: b.title, attrs: { "data-badge": b.kind } })),
     h("div", { class: `gw-nway-verdict${bad ? " gw-bad-text" : ""}${row.reference ? " gw-nway-refverdict" : ""}`, text: verdict }),
   );
   title.title = `${label}: ${verdict}${badges.map((b) => `\n${b.text}: ${b.title}`).join("")}`;

@@ -273,14 +273,13 @@ def test_rank_records_are_checked_too(three: Dict[str, Any]) -> None:
 
 
 # -- the views -----------------------------------------------------------------------------------------------------------
-def test_the_export_stacks_one_diff_view_per_side(three: Dict[str, Any], tmp_path: Path) -> None:
+def test_the_export_inlines_the_document_once_for_the_n_way_view(three: Dict[str, Any], tmp_path: Path) -> None:
     d: MultiDiff = three["d"]
     page = d.export_html(tmp_path / "nway.html").read_text()
-    assert page.count('class="graphwidget-root gw-nway-pane"') == 2
-    assert 'id="gw-nway-data" data-kind="nway"' in page and "graphwidgetViewer.mountDiff" in page
+    assert page.count('id="gw-nway-root"') == 1 and page.count('id="gw-nway-data" data-kind="nway"') == 1
     assert "What got fused" in page and "Content-Security-Policy" in page
     again = gw.export_html(d.to_json(), tmp_path / "again.html").read_text()  # from the document as well
-    assert again.count('class="graphwidget-root gw-nway-pane"') == 2 and "What got fused" in again
+    assert again.count('id="gw-nway-root"') == 1 and "What got fused" in again
 
 
 def test_the_widget_links_the_panes_selections(three: Dict[str, Any]) -> None:

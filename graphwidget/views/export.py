@@ -81,8 +81,8 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
 
 def _render_nway(obj: Any, *, title: Optional[str], extra_html: Optional[Iterable[str]],
                  charts: Optional[Sequence[Any]]) -> str:
-    """N panes on one page (views/nway_view.py): the verdict table, one diff view per side, selections linked."""
-    from .nway_view import BOOT_JS, STYLE, as_nway, page_body
+    """N panes on one page (views/nway_view.py): the verdict table, then one synced pane per side."""
+    from .nway_view import STYLE, as_nway, page_body
     d = as_nway(obj, "export_html")
     body, colour, gz = page_body(d)
     data = base64.b64encode(gz).decode("ascii")
@@ -107,7 +107,6 @@ def _render_nway(obj: Any, *, title: Optional[str], extra_html: Optional[Iterabl
         f'data-colour="{colour}">{data}</script>\n'
         f"{extra_block}"
         f"<script>{_inline_script(read_bundle(VIEWER_JS))}</script>\n"
-        f"<script>{_inline_script(BOOT_JS)}</script>\n"
         "</body>\n</html>\n"
     )
 
@@ -118,7 +117,7 @@ def export_html(obj: Any, path: Union[str, Path], *, title: Optional[str] = None
 
     ``obj``: a GradGraph (anything with ``.to_json()``), a dict in schema form, or its JSON string; or a Diff
     (``gw.diff`` / ``gw.compare``), its ``to_dict()`` or JSON, shown as the two graphs side by side; or a MultiDiff
-    (``gw.compare`` of N sides) or a RankSet, shown as the verdict table and one diff view per side
+    (``gw.compare`` of N sides) or a RankSet, shown as the verdict table and one synced pane per side
     (``views/nway_view.py``).
     ``title``: the page title (default: the graph's ``meta.title``; for a diff "A vs B" with its labels).
     ``extra_html``: trusted HTML fragments appended below the viewer (not escaped — do not pass graph strings).

@@ -1,16 +1,15 @@
-"""The N-way views, until the front end draws N synced panes: one diff view (reference, side) per side, stacked.
+"""The N-way views.
 
 * **Export** (:func:`graphwidget.export_html` of a :class:`~graphwidget.MultiDiff`, ``views/export.py``): one file
-  with the verdict table on top (:func:`static_nway_html`), then one pane per side: the existing diff view
-  (``graphwidgetViewer.mountDiff``) of the reference and that side. The whole ``"graphwidget-nway"`` document is
-  inlined once (gzip + base64, ``id="gw-nway-data"``); a small script builds each pane's diff document from it.
-  Selecting a node in one pane selects the same reference node — and so its counterpart — in every other pane.
-* **Widget** (:class:`~graphwidget.views.nway_widget.NWayWidget`): the table and one
-  :class:`~graphwidget.DiffWidget` per side in a column; a selection in one pane is followed by every other (Python
-  links their ``selected_a``: the reference's node).
+  with the verdict table on top (:func:`static_nway_html`), then the front end's N-way view (``js/src/nway/``): one
+  pane per side, the reference once, side by side, pan and zoom synced, a click selecting the counterparts in every
+  pane, each pane's header giving its verdict against the reference. The whole ``"graphwidget-nway"`` document is
+  inlined once (gzip + base64, ``id="gw-nway-data"``) and mounted into ``#gw-nway-root`` by the viewer bundle.
+* **Widget** (:class:`~graphwidget.views.nway_widget.NWayWidget`): until it becomes the N-way anywidget, the table
+  and one :class:`~graphwidget.DiffWidget` per side in a column; a selection in one pane is followed by every other
+  (Python links their ``selected_a``: the reference's node).
 
-Both carry the full document, so the front end that draws N synced panes (docs/nway.md, "Front end") reads what is
-already there. Loads neither torch nor, until a widget is made, anywidget.
+Loads neither torch nor, until a widget is made, anywidget.
 """
 from __future__ import annotations
 
@@ -124,8 +123,7 @@ def static_nway_html(d: Any, top: int = 12) -> str:
     title = "ranks" if d.kind == "ranks" else "N-way comparison"
     return (f"<div class='graphwidget-static graphwidget-nway-static'><b>graphwidget {title}: "
             f"{_esc(', '.join(d.sides))} (reference {_esc(d.reference)})</b>{''.join(parts)}"
-            f"<small>Each pane below is the reference against one side; a node selected in one is selected in "
-            f"all.</small></div>")
+            f"<small>A node selected in one pane is selected, through the reference, in all.</small></div>")
 
 
 def _ms(v: Any) -> str:
@@ -169,58 +167,11 @@ def _ranks_html(d: Any, top: int) -> str:
 
 
 # -- the export page ---------------------------------------------------------------------------------------------------
-#: Mounts one diff view per pane from the inlined N-way document and links their selections (no eval, no fetch: the
-#: page's Content-Security-Policy allows neither).
-BOOT_JS = r"""
-(function () {
-  var data = document.getElementById("gw-nway-data");
-  var host = document.getElementById("gw-nway");
-  if (!data || !host || typeof graphwidgetViewer === "undefined") return;
-  var fail = function (e) {
-    host.setAttribute("data-gw-state", "error");
-    host.setAttribute("data-gw-error", String(e));
-  };
-  try {
-    var bin = atob((data.textContent || "").trim()), bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  } catch (e) { fail(e); return; }
-  new Response(stream).text().then(function (text) {
-    var doc = JSON.parse(text), colour = data.getAttribute("data-colour"), panes = [];
-    var follow = function (from, refId) {
-      panes.forEach(function (p) {
-        if (p.side !== from && p.root.graphwidget) p.root.graphwidget.select(refId, "a");
-      });
-      host.setAttribute("data-gw-selected", refId === null ? "" : String(refId));
-    };
-    document.querySelectorAll(".gw-nway-pane").forEach(function (root) {
-      var side = Number(root.getAttribute("data-side"));
-      var own = JSON.parse(text);  // each pane its own copy: the views annotate what they are given
-      var entry = own.pairs.filter(function (p) { return p.side === side; })[0];
-      var pair = { format: "graphwidget-diff", version: 1, labels: [own.labels[0], own.labels[side]],
-                   a: own.graphs[0], b: own.graphs[side] };
-      Object.keys(entry).forEach(function (k) { if (k !== "side" && k !== "regions") pair[k] = entry[k]; });
-      var opts = { metric: colour || null, onSelectPair: function (a, b, user) { if (user) follow(side, a); } };
-      panes.push({ side: side, root: root, app: graphwidgetViewer.mountDiff(root, pair, opts) });
-    });
-    window.graphwidgetNway = { doc: doc, panes: panes, select: function (refId) {
-      return Promise.all(panes.map(function (p) { return p.root.graphwidget.select(refId, "a"); }));
-    } };
-    Promise.all(panes.map(function (p) { return p.root.graphwidget ? p.root.graphwidget.ready : null; }))
-      .then(function () { host.setAttribute("data-gw-state", "ready"); }, fail);
-  }).catch(fail);
-})();
-"""
-
-
 def page_body(d: Any) -> Tuple[str, str, bytes]:
     """``(header and panes HTML, colour, gzipped document)`` for :func:`graphwidget.views.export.render_html`."""
     gz, colour = payload(d)
-    panes = "".join(
-        f'<section class="gw-nway-pair" data-side="{k}"><h2 class="gw-nway-title">{_esc(d.reference)} vs '
-        f'{_esc(label)}</h2><div class="graphwidget-root gw-nway-pane" id="gw-pane-{k}" data-side="{k}" '
-        f'data-label="{_esc(label)}" data-gw-state="loading"></div></section>'
-        for k, label in enumerate(d.sides) if k > 0)
+    panes = (f'<div class="graphwidget-root gw-nway-root" id="gw-nway-root" data-gw-state="loading" '
+             f'aria-label="{len(d.sides)} panes: {_esc(", ".join(d.sides))}"></div>')
     head = f'<header class="gw-nway-head">{static_nway_html(d)}</header>'
     return f'<div id="gw-nway" class="gw-nway" data-gw-state="loading">{head}{panes}</div>', colour, gz
 
@@ -228,5 +179,4 @@ def page_body(d: Any) -> Tuple[str, str, bytes]:
 STYLE = (".gw-nway-head{padding:12px 16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
          ".gw-nway-head table{border-collapse:collapse;margin:8px 0}.gw-nway-head td,.gw-nway-head th{padding:2px 8px;"
          "border-bottom:1px solid #8884;text-align:left}.gw-nway-bad td{color:#b00020;font-weight:bold}"
-         ".gw-nway-pair{margin:0 0 16px}.gw-nway-title{font:600 15px system-ui,sans-serif;margin:8px 16px}"
-         ".gw-nway-pane{height:80vh;border-top:1px solid #8884}")
+         ".gw-nway-root{height:85vh;min-height:420px;border-top:1px solid #8884}")

@@ -4,9 +4,12 @@
  * data-colour="METRIC"> (no data-kind: a graph; data-colour: the metric to open with, Python's default colour)
  * and mounts the same App (or DiffApp) as the widget into #gw-root. Also exposed as
  * `graphwidgetViewer.mount(el, bytes, opts)` and `graphwidgetViewer.mountDiff(el, bytes, opts)` for other pages.
+ * An N-way page (<script id="gw-nway-data" data-kind="nway">, views/nway_view.py) mounts the N-way view into
+ * #gw-nway-root instead (`graphwidgetViewer.mountNway`).
  */
 import { App, type AppOptions } from "../ui/app";
 import { DiffApp, type DiffAppOptions } from "../diff/app";
+import { NWayApp, type NWayAppOptions } from "../nway/app";
 import { base64ToBytes } from "../model/decode";
 import { isMetricName } from "../model/colour";
 
@@ -22,7 +25,27 @@ export function mountDiff(el: HTMLElement, data: unknown, opts: DiffAppOptions =
   return app;
 }
 
+/** The N-way view: one pane per graph of an N-way document (bytes or a parsed document). */
+export function mountNway(el: HTMLElement, data: unknown, opts: NWayAppOptions = {}): NWayApp {
+  const app = new NWayApp(el, opts);
+  void app.load(data);
+  return app;
+}
+
+/** The N-way export (views/nway_view.py): <script id="gw-nway-data" data-kind="nway"> mounted into #gw-nway-root. */
+function bootNway(): boolean {
+  const root = document.getElementById("gw-nway-root");
+  const data = document.getElementById("gw-nway-data");
+  if (!root || !data) return false;
+  const colour = data.getAttribute("data-colour");
+  const app = mountNway(root, base64ToBytes(data.textContent ?? ""), { metric: isMetricName(colour) ? colour : null });
+  const host = document.getElementById("gw-nway");
+  app.ready.then(() => host?.setAttribute("data-gw-state", "ready"), () => host?.setAttribute("data-gw-state", "error"));
+  return true;
+}
+
 function boot(): void {
+  if (bootNway()) return;
   const root = document.getElementById("gw-root");
   const data = document.getElementById("gw-graph-data");
   if (!root || !data) return;

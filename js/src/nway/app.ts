@@ -152,9 +152,10 @@ export class NWayApp extends App {
     item("gw-st-removed", "−", ranks ? "not on every rank" : "missing in a side"));
   }
 
-  protected override statusText(): string {
+  protected override statusText(): [string, string] {
     const d = this.doc!, m = this.models[0];
-    return `${d.labels.length} ${d.kind === "ranks" ? "ranks" : "panes"} · reference ${d.labels[0]} · ${formatCount(m.n)} nodes`;
+    const panes = `${d.labels.length} ${d.kind === "ranks" ? "ranks" : "panes"}`;
+    return [`${panes} · reference ${d.labels[0]} · ${formatCount(m.n)} nodes`, panes];
   }
 
   protected override describeItem(k: number, item: number): string | null {

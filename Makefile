@@ -8,10 +8,17 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.setup-done
+# pytest-xdist: `make test`, `make test-fast` and `make test-python` run pytest in WORKERS processes (auto: one per
+# core). Tests that share something expensive or must not overlap carry @pytest.mark.xdist_group: one worker runs
+# each group. WORKERS=0: one process, no xdist.
+WORKERS ?= auto
+XDIST   := -n $(WORKERS) --dist loadgroup
+BUNDLE  := graphwidget/static/widget.js
 
-.PHONY: setup native demo test test-python lint matrix bench js clean browser
+.PHONY: setup native demo test test-fast test-python lint matrix bench js clean browser
 
 $(VPY):
+	@echo "== creating the virtualenv $(VENV)"
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 
@@ -21,17 +28,22 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-liberation >/dev/null; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-liberation >/dev/null; fi; }
 
+# Each step says what it is doing first: the first one downloads torch and takes minutes. pip runs without -q so its
+# progress shows.
 $(STAMP): $(VPY) pyproject.toml js/package.json
-	$(VPY) -m pip install -q "$(TORCH)"
-	$(VPY) -m pip install -q -e ".[dev]"
-	# the oldest anywidget graphwidget supports, beside the newest in the venv: tests/test_house.py runs the widget on it
+	@echo "== installing $(TORCH) for the CPU (once; ~1 GB, a few minutes on a first run)"
+	$(VPY) -m pip install --progress-bar on "$(TORCH)"
+	@echo "== installing graphwidget (editable) with its dev extra: jupyterlab, playwright, transformers, pytest, ... (once)"
+	$(VPY) -m pip install --progress-bar on -e ".[dev]"
+	@echo "== installing anywidget 0.9.0 beside the newest (tests/test_house.py runs the widget on the oldest supported)"
 	$(VPY) -m pip install -q --no-deps --target $(VENV)/anywidget-oldest "anywidget==0.9.0"
 	touch $(STAMP)
 
-# The compiled capture core (graphwidget/capturing/native/): ~2 min of g++ CPU, 4-9 min wall on a 2-core machine, built
-# into ~/.cache/graphwidget/native/<this venv>. Without a compiler graphwidget still works (pure Python, slower on big
-# graphs), so `make demo` goes on; `make test` requires it.
+# The compiled capture core (graphwidget/capturing/native/): a few minutes of g++, once per environment, built into
+# ~/.cache/graphwidget/native/<this venv>. Without a compiler graphwidget still works (pure Python, slower on big
+# graphs), so `make native` goes on; `make test` requires it. `make demo` does not wait for it.
 native: $(STAMP)
+	@echo "== the optional compiled capture core (a few minutes of g++, once per environment)"
 	$(VPY) -m graphwidget build-native || echo "graphwidget: continuing without the compiled capture core"
 
 setup: $(STAMP) native
@@ -39,17 +51,37 @@ setup: $(STAMP) native
 js: $(STAMP)
 	cd js && npm install --no-audit --no-fund && npm run build
 
-demo: setup
+# The demo runs on whichever engine is there (pure Python on a fresh clone: the built-in examples are small); the
+# compiled core is left to `make native` / `make test` so the demo is not minutes of g++ away.
+demo: $(STAMP)
+	@echo "== running the demo (python -m graphwidget demo --out out)"
 	$(VPY) -m graphwidget demo --out out
+	@$(VPY) -c "from graphwidget.capturing import native; native.available() or print('== the demo ran without the optional compiled core (faster capture of big graphs): make native builds it (a few minutes, once); make test does too')"
 
+# The whole suite: the front end's own tests, then every pytest test (browser, JupyterLab, slow ones included) in
+# parallel, with the compiled core required; the few marked `timing` (a measured speed-up must show) after, alone.
 test: setup browser
 	cd js && npm install --no-audit --no-fund --silent && npm run build && npm test
-	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q tests
+	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q $(XDIST) -m "not timing" tests; status=$$?; \
+	GRAPHWIDGET_REQUIRE_NATIVE=1 $(VPY) -m pytest -q -m timing tests || status=1; exit $$status
 
+# A contributor's loop (~2-3 min on 2 cores): everything but the tests marked slow, in parallel; browser tests
+# included (the bundle is rebuilt when a js/ source changed). The core is used when built, not required.
+test-fast: $(STAMP) browser $(BUNDLE)
+	$(VPY) -m pytest -q $(XDIST) -m "not slow" tests
+
+$(BUNDLE): $(shell find js/src -type f 2>/dev/null) js/build.mjs js/package.json
+	@echo "== building the front-end bundle (js/)"
+	cd js && npm install --no-audit --no-fund --silent && npm run build
+	touch $(BUNDLE) graphwidget/static/viewer.js
+
+PYTHON_ONLY := --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench --ignore=tests/test_install.py
 # The non-browser suite on the pure-Python engine (what a plain `pip install` user runs).
 test-python: $(STAMP)
-	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q tests --ignore=tests/browser --ignore=tests/jupyter --ignore=tests/bench \
-	  --ignore=tests/test_install.py -m "not browser and not jupyterlab"
+	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q $(XDIST) tests $(PYTHON_ONLY) -m "not browser and not jupyterlab and not timing"; \
+	  status=$$?; \
+	GRAPHWIDGET_NATIVE=0 $(VPY) -m pytest -q tests $(PYTHON_ONLY) -m "timing and not browser and not jupyterlab" || status=1; \
+	  exit $$status
 
 # ruff (config in pyproject.toml) and mypy (the package ships py.typed)
 lint: $(STAMP)

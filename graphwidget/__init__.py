@@ -20,7 +20,8 @@ from .model import GradGraph, SchemaError
 
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
-    "Diff", "GraphWidget", "DiffWidget", "export_html", "examples", "load_ipython_extension", "advise",
+    "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "load_ranks", "GraphWidget", "DiffWidget", "export_html",
+    "examples", "load_ipython_extension", "advise", "with_checkpoint",
 ]
 
 try:
@@ -31,12 +32,13 @@ else:
     _TORCH_ERROR = None
     from . import examples
     from .analysis.advisor.memory_layout import register_measurer as _register_measurer
-    from .attribution import trace
     from .capturing import capture
     from .capturing.native import engine as _core_engine
     from .experiment.layout_timing import measure_call as _measure_call
+
+    # gw.profile / gw.trace: the stages' functions, plus ranks= (the graphs of a torch.distributed job's ranks)
+    from .experiment.ranks import RankError, Ranks, profile, trace
     from .model.writer import register_accelerator as _register_accelerator
-    from .profiling import profile
 
     # The torch-free stages learn of the torch stages here, and only here: the model writes JSON faster with the
     # compiled core, and the advisor's memory-layout rule measures with torch.
@@ -48,10 +50,14 @@ _LAZY = {
     "GraphWidget": ("views.widget", "GraphWidget"),
     "DiffWidget": ("views.diff_widget", "DiffWidget"),
     "export_html": ("views.export", "export_html"),
-    "diff": ("analysis.diff", "diff"),
-    "compare": ("experiment.compare", "compare"),
+    "diff": ("analysis.diff.multi", "diff"),  # two graphs, or N (a dict or a list)
+    "compare": ("experiment.nway", "compare"),  # two functions, or N sides (a dict or a list)
     "Diff": ("analysis.diff", "Diff"),
+    "MultiDiff": ("analysis.diff.multi", "MultiDiff"),
+    "RankSet": ("analysis.ranks", "RankSet"),
+    "load_ranks": ("analysis.ranks", "load_ranks"),
     "advise": ("analysis.advisor", "advise"),
+    "with_checkpoint": ("experiment.checkpointing", "with_checkpoint"),
 }
 
 
@@ -61,14 +67,15 @@ def __getattr__(name: str) -> Any:
         value = getattr(_importlib.import_module(f".{mod}", __name__), attr)
         globals()[name] = value
         return value
-    if name in ("capture", "trace", "profile", "examples") and _TORCH_ERROR:
+    if name in ("capture", "trace", "profile", "examples", "Ranks", "RankError") and _TORCH_ERROR:
         raise ImportError(f"graphwidget.{name} needs PyTorch ({_TORCH_ERROR}): pip install torch. Saved graphs "
                           f"load, diff and display without it.")
     raise AttributeError(f"module 'graphwidget' has no attribute {name!r}")
 
 
 def load_json(text: Any) -> Any:
-    """Read what ``to_json()`` wrote: a :class:`GradGraph`, or a diff (``gw.diff``/``gw.compare``). The document is
+    """Read what ``to_json()`` wrote: a :class:`GradGraph`, a diff (``gw.diff``/``gw.compare``) or an N-way
+    comparison (:class:`MultiDiff`: ``gw.compare`` of N sides, a rank set's view). The document is
     validated first; a broken file raises ``ValueError`` naming the node and the field. Works without torch.
 
     >>> g2 = gw.load_json(g.to_json())        # doctest: +SKIP
@@ -80,6 +87,9 @@ def load_json(text: Any) -> Any:
         if isinstance(data, dict) and data.get("format") == schema.DIFF_FORMAT:
             from .analysis.diff import Diff
             return Diff.from_dict(data)
+        if isinstance(data, dict) and data.get("format") == schema.NWAY_FORMAT:
+            from .analysis.diff.multi import MultiDiff
+            return MultiDiff.from_dict(data)
         return io.graph_from_parsed(data)
 
 

@@ -330,6 +330,8 @@ def test_dtype_upcast_twins_float64_on_purpose():
     assert gw.trace(upcast, m64, data(512, 32).double(), target).advise(min_share=0) == []
 
 
+@pytest.mark.slow  # times the bmm in both layouts over interleaved rounds: 3-18 s
+@pytest.mark.timing
 def test_memory_layout_measures_and_reports_both_times():
     a = torch.randn(64, 64, 64, generator=torch.Generator().manual_seed(0)).permute(2, 0, 1)  # batch innermost
     w = leaf(64, 64, 32)

@@ -81,4 +81,5 @@ def test_an_interrupt_at_any_line_of_compare_leaves_nothing_behind(profile: bool
         assert clean_state() == [], (k, where, clean_state())
         assert same(snapshot(net, x), before), (k, where)
         assert x.grad is None and all(p.grad is None for p in net.parameters()), (k, where)
-    assert interrupted >= len(ks) - 5, (interrupted, len(ks))
+    # a call's line count varies a little (garbage collection, caches): the last few lines may never be reached
+    assert interrupted >= 0.95 * len(ks), (interrupted, len(ks))

@@ -25,6 +25,11 @@ from graphwidget.profiling.hooks import Run, instrument, same_structure
 dynamo = pytest.importorskip("torch._dynamo")
 from torch._dynamo.utils import counters  # noqa: E402
 
+# Every test here is slow (a first torch.compile in a process costs seconds: Dynamo and Inductor warm up, Inductor
+# runs g++ on a cold cache). Under pytest-xdist one worker runs the file: it pays that warm-up and builds the module
+# fixture once, instead of each worker doing it; Dynamo's counters are process-wide anyway.
+pytestmark = pytest.mark.xdist_group("torch-compile")
+
 COMPILED = "CompiledFunctionBackward"
 
 

@@ -10,30 +10,36 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: Both orders in one subprocess, each on a chain of its own: build, capture, check, free in that order. A crash
+#: (SIGSEGV from a stack overflow) kills the process, so what it printed last says which order got how far.
 SCRIPT = textwrap.dedent("""
     import gc, sys, torch
     import graphwidget as gw
-    n, order, engine = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    x = torch.zeros(1, requires_grad=True)
-    y = x
-    for _ in range(n - 1):
-        y = y + 1
-    g = gw.capture(y, engine=engine)
-    assert len(g) == n, len(g)
-    assert g.summary()["depth"] == n
-    if order == "graph_first":
-        del g; gc.collect(); print("graph freed", flush=True)
-        del y; gc.collect(); print("tensor freed", flush=True)
-    else:
-        del y; gc.collect(); print("tensor freed", flush=True)
-        del g; gc.collect(); print("graph freed", flush=True)
-    print("survived", flush=True)
+    n, engine, orders = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    for order in orders:
+        x = torch.zeros(1, requires_grad=True)
+        y = x
+        for _ in range(n - 1):
+            y = y + 1
+        g = gw.capture(y, engine=engine)
+        assert len(g) == n, len(g)
+        assert g.summary()["depth"] == n
+        if order == "graph_first":
+            del g; gc.collect(); print(order, "graph freed", flush=True)
+            del y; gc.collect(); print(order, "tensor freed", flush=True)
+        else:
+            del y; gc.collect(); print(order, "tensor freed", flush=True)
+            del g; gc.collect(); print(order, "graph freed", flush=True)
+        del x; gc.collect()
+        print(order, "survived", flush=True)
 """)
 
+ORDERS = ["graph_first", "tensor_first"]
 
-def run(n: int, order: str, engine: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(n), order, engine], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+
+def run(n: int, orders: list, engine: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(n), engine, ",".join(orders)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
 
 
 def engines() -> list:
@@ -41,15 +47,32 @@ def engines() -> list:
     return ["python", "native"] if native.available() else ["python"]
 
 
+_runs: dict = {}
+
+
+def million_node_run(engine: str) -> subprocess.CompletedProcess:
+    """One subprocess per engine frees a 1M-node chain in both orders (was: one per engine and order, each building
+    and capturing its own chain after a fresh interpreter and torch import). Which order comes first alternates with
+    the engine, so each order is also the first free of a fresh process once; the order that comes second still
+    captures, checks and frees a chain of its own under the same stack guard."""
+    if engine not in _runs:
+        orders = ORDERS if engine == "python" else ORDERS[::-1]
+        _runs[engine] = run(1_000_000, orders, engine)
+    return _runs[engine]
+
+
 @pytest.mark.slow
+@pytest.mark.xdist_group("million-node-chains")  # both orders of an engine share one subprocess: one worker
 @pytest.mark.parametrize("engine", engines())
-@pytest.mark.parametrize("order", ["graph_first", "tensor_first"])
+@pytest.mark.parametrize("order", ORDERS)
 def test_million_node_chain_captures_and_frees_in_either_order(order, engine):
-    proc = run(1_000_000, order, engine)
+    proc = million_node_run(engine)
+    assert f"{order} survived" in proc.stdout, \
+        f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr[-2000:]}"
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr[-2000:]}"
-    assert "survived" in proc.stdout
 
 
+@pytest.mark.slow  # a 200k-node chain in a subprocess that dies: ~4-10 s
 def test_the_crash_is_real_without_the_fix():
     """Guard against a vacuous fix: the same walk without graphwidget's stack guard dies (SIGSEGV) on this torch.
 
@@ -78,6 +101,7 @@ def test_the_crash_is_real_without_the_fix():
     assert proc.returncode < 0, proc.stderr[-1000:]  # killed by a signal, not a Python error
 
 
+@pytest.mark.slow  # a subprocess importing torch: 3-11 s
 def test_stack_guard_only_raises_the_soft_limit():
     script = textwrap.dedent("""
         import resource
@@ -95,6 +119,7 @@ def test_stack_guard_only_raises_the_soft_limit():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("million-node-chains")  # not beside the other 1M-node subprocesses (memory, CPU)
 @pytest.mark.skipif("native" not in engines(), reason="compiled capture core not built")
 def test_native_capture_needs_no_stack_guard():
     """The compiled core gives (almost) no node a Python wrapper, so torch frees the chain iteratively: a 1M-node

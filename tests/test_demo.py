@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from torch_facts import FULL_SLICES, SEED_NODES, full_slices
 
 import graphwidget as gw
@@ -64,6 +65,7 @@ def test_demo_tells_the_story_and_writes_viewers(tmp_path, capsys):
     assert back.matched == d.matched and back.timing == d.timing
 
 
+@pytest.mark.slow  # the whole demo in a subprocess: ~6-11 s
 def test_demo_cli_runs(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "graphwidget", "demo", "--out", str(tmp_path), "--no-profile"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)

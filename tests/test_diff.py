@@ -17,8 +17,8 @@ from torch_facts import FULL_SLICES, full_slices
 
 import graphwidget as gw
 from graphwidget.analysis.diff.fields import changed_fields, times_differ
-from graphwidget.experiment.compare import CompareError
 from graphwidget.analysis.diff.verdicts import speed_verdict
+from graphwidget.experiment.compare import CompareError
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = gw.examples

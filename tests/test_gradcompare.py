@@ -1,12 +1,14 @@
-"""``%gradcompare`` through IPython's own test shell, and ``python -m graphwidget compare`` in a subprocess, with real
-torch."""
+"""``%gradcompare`` through IPython's own test shell, and ``python -m graphwidget compare`` with real torch: in a
+subprocess where the run itself is the test (exit status and report of a real ``python -m graphwidget``), in-process
+through ``graphwidget.entry.cli.main(argv)`` where only a usage error or a failure message is checked."""
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Callable
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator
 
 import pytest
 from IPython.core.error import UsageError
@@ -136,6 +138,31 @@ def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
 
 
+@pytest.fixture()
+def cli_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                   capsys: pytest.CaptureFixture) -> Iterator[Callable[..., SimpleNamespace]]:
+    """``python -m graphwidget compare ARGS`` as :func:`cli` runs it (cmpmod.py in the working folder, importable),
+    but in this process: ``graphwidget.entry.cli.main(argv)``'s return value (or argparse's ``SystemExit`` code) is
+    the exit status, capsys gives stdout and stderr. The cmpmod it imported is forgotten after."""
+    from graphwidget.entry.cli import main
+    (tmp_path / "cmpmod.py").write_text(MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("cmpmod", None)  # this test's cmpmod.py, not another test's
+
+    def run_main(*args: str) -> SimpleNamespace:
+        capsys.readouterr()
+        try:
+            code = main(["compare", *args])
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+    yield run_main
+    sys.modules.pop("cmpmod", None)
+
+
 def test_cli_equivalent_rewrite_exits_0_and_writes_the_view(tmp_path: Path) -> None:
     p = cli(tmp_path, "graphwidget.examples:homography_repeat", "graphwidget.examples:homography_broadcast",
             "--inputs", "cmpmod:make_inputs", "--out", "diff.html", "--labels", "repeat,broadcast")
@@ -160,6 +187,8 @@ def test_cli_maths_change_exits_1_and_says_so(tmp_path: Path) -> None:
     assert "FAIL (exit 1): shifted does not compute the same outputs and gradients" in p.stdout
 
 
+@pytest.mark.slow  # two CLI subprocesses that time both backwards: ~5 s
+@pytest.mark.timing
 def test_cli_fail_if_slower_follows_the_interval(tmp_path: Path) -> None:
     p = cli(tmp_path, "graphwidget.examples:homography_repeat", "graphwidget.examples:homography_broadcast",
             "--inputs", "cmpmod:make_inputs", "--fail-if-slower", "1000", "--repeat", "3")
@@ -191,8 +220,8 @@ def test_cli_fail_if_slower_follows_the_interval(tmp_path: Path) -> None:
      "the folder no/such/dir does not exist"),
     (("cmpmod:shifted", "cmpmod:as_tuple", "--inputs", "cmpmod:make_inputs"), 1, "different structures"),
 ])
-def test_cli_errors(tmp_path: Path, args: tuple, code: int, message: str) -> None:
-    p = cli(tmp_path, *args)
+def test_cli_errors(cli_in_process: Callable[..., SimpleNamespace], args: tuple, code: int, message: str) -> None:
+    p = cli_in_process(*args)
     assert p.returncode == code, p.stdout + p.stderr
     assert message in p.stderr
     assert p.stderr.count("Traceback") <= (1 if code == 4 else 0)

@@ -40,6 +40,16 @@ def test_front_end_types_use_the_schema_keys_in_order():
     assert tuple(_ts_array("EDGE_KEYS")) == schema.EDGE_KEYS
 
 
+def test_front_end_colour_menu_is_the_python_one():
+    """The metrics Python offers (views/payload.py COLOUR_METRICS) are the viewer's menu (js/src/model/colour.ts
+    METRIC_ORDER), in the same order: a metric one side lacks cannot be chosen or cannot be drawn."""
+    from graphwidget.views.payload import COLOUR_METRICS
+    text = (ROOT / "js" / "src" / "model" / "colour.ts").read_text()
+    m = re.search(r"export const METRIC_ORDER: MetricName\[\] = \[(.*?)\];", text, re.S)
+    assert m, "METRIC_ORDER not found in js/src/model/colour.ts"
+    assert tuple(re.findall(r'"([^"]+)"', m.group(1))) == COLOUR_METRICS
+
+
 def test_compiled_core_writes_only_schema_keys():
     internal = {"variable", "saved_tensors", "_storage_key"}  # read from torch / dropped before a record leaves
     written = _cpp_keys() - internal
@@ -51,7 +61,7 @@ def test_compiled_core_writes_only_schema_keys():
 
 def test_docs_describe_every_node_and_edge_key():
     doc = (ROOT / "docs" / "schema.md").read_text()
-    for key in schema.NODE_KEYS + schema.EDGE_KEYS:
+    for key in schema.NODE_KEYS + schema.OPTIONAL_NODE_KEYS + schema.EDGE_KEYS:
         assert f'"{key}"' in doc, f"docs/schema.md does not describe {key!r}"
     assert f'"version": {schema.VERSION}' in doc
 
@@ -220,6 +230,7 @@ def test_static_fallback_escapes_graph_strings():
 OLDEST_ANYWIDGET = ROOT / ".venv" / "anywidget-oldest"
 
 
+@pytest.mark.slow  # two subprocesses importing torch and anywidget: ~4 s
 @pytest.mark.skipif(not OLDEST_ANYWIDGET.is_dir(), reason="the oldest supported anywidget is installed by `make setup` "
                     "into .venv/anywidget-oldest")
 def test_widget_on_the_oldest_and_newest_anywidget():

@@ -37,6 +37,7 @@ FACADES = {
     ("graphwidget/model/graph.py", "analysis"),   # g.summary(), g.advise(), g.timing_table()
     ("graphwidget/model/graph.py", "views"),      # g.widget(), g.figure(), g.export_html(), rich display
     ("graphwidget/analysis/diff/result.py", "views"),  # d.widget(), d.figure(), d.export_html(), rich display
+    ("graphwidget/analysis/diff/multi.py", "views"),   # N-way: d.widget(), d.export_html(), rich display
 }
 
 

@@ -443,6 +443,7 @@ print("survived", flush=True)
 """
 
 
+@pytest.mark.slow  # a deep chain in a subprocess: ~6-8 s
 def test_deep_graph_walked_in_python_first_gets_the_stack_guard():
     """The core counts the nodes that already have a Python wrapper (user code walked next_functions): freeing those
     recurses inside torch, so the core raises the stack limit as the Python engine does. Without that count this

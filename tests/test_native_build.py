@@ -208,6 +208,7 @@ _LARGE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a subprocess capturing a LARGE_GRAPH chain twice: 3-5 s
 def test_first_large_capture_without_core_says_how_to_build_it_once(tmp_path):
     r = subprocess.run([sys.executable, "-c", _LARGE], capture_output=True, text=True, env=_env(tmp_path),
                        timeout=300)
@@ -217,6 +218,7 @@ def test_first_large_capture_without_core_says_how_to_build_it_once(tmp_path):
     assert "build-native" in message and native.BUILD_TIME in message and "GRAPHWIDGET_NATIVE=0" in message
 
 
+@pytest.mark.slow  # the same subprocess with GRAPHWIDGET_NATIVE=0: 3-5 s
 def test_no_note_when_python_was_chosen(tmp_path):
     r = subprocess.run([sys.executable, "-c", _LARGE], capture_output=True, text=True,
                        env=_env(tmp_path, GRAPHWIDGET_NATIVE="0"), timeout=300)
@@ -321,6 +323,7 @@ def test_doctor_names_missing_facts_of_this_torch():
 
 # -- doctor ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # two `python -m graphwidget doctor` subprocesses: ~7 s
 def test_doctor_is_the_one_report_for_a_bug(tmp_path):
     r = _cli(["doctor"], _env(tmp_path), timeout=120)
     assert r.returncode == 0, r.stderr

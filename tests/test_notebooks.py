@@ -112,6 +112,7 @@ def test_gradgraph_as_last_expression_renders_as_the_widget(kernel_env: Path) ->
     assert outputs(nb.cells[1])[0]["text"].strip() == "5"
 
 
+@pytest.mark.slow  # a real kernel (~4-5 s); tests/test_magics.py runs the magics in-process
 def test_magics_in_a_kernel(kernel_env: Path) -> None:
     nb = notebook([
         "%load_ext graphwidget\n"
@@ -140,6 +141,7 @@ def test_magics_in_a_kernel(kernel_env: Path) -> None:
     assert "Traceback" not in err["text"]
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_demo_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = nbformat.read(str(DEMO), as_version=4)
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -158,6 +160,7 @@ def test_demo_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
         assert (kernel_env / name).stat().st_size > 10_000
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_repeat_vs_broadcast_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     """notebooks/repeat_vs_broadcast.ipynb: capture -> profile -> compare -> export, committed without outputs."""
     path = REPO / "notebooks" / "repeat_vs_broadcast.ipynb"
@@ -212,6 +215,8 @@ def _text(nb: Any) -> str:
     return "\n".join(o.get("text", "") for c in nb.cells for o in outputs(c))
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
+@pytest.mark.timing  # its bmm finding is measured: alone, not beside another worker
 def test_memory_layout_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("memory_layout.ipynb", "BATCH, SIZE, CHANNELS = 8, 32, 3\nROUNDS = 5", kernel_env)
     text = _text(nb)
@@ -221,15 +226,17 @@ def test_memory_layout_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     assert len(widget_views(nb)) == 1  # the bmm graph, with its finding
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_loop_vs_vectorised_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("loop_vs_vectorised.ipynb", "N = 64\nREPEAT = 3", kernel_env)
     text = _text(nb)
     assert "1. warning loop-built at" in text
     assert "total = total + (x[:, 0] * x[:, 1]).sum(0)  # one vectorised expression" in text
-    assert "same value and gradient" in text and "outputs and gradients match" in text
+    assert "same value and gradient" in text and "same maths (float32 rounding)" in text
     assert len(widget_views(nb)) == 2  # the diff and the loop graph
 
 
+@pytest.mark.slow  # a shipped notebook top to bottom in a real kernel: ~4-14 s
 def test_autograd_tour_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     nb = _run_committed("autograd_tour.ipynb", "SIZE = 4", kernel_env)  # its claims are asserts in its cells
     text = _text(nb)
@@ -238,6 +245,7 @@ def test_autograd_tour_notebook_runs_top_to_bottom(kernel_env: Path) -> None:
     assert len(widget_views(nb)) == 1
 
 
+@pytest.mark.slow  # a real kernel (~4-5 s); tests/test_advisor_magic.py covers advise in-process
 def test_gradgraph_advise_prints_the_findings_under_the_widget(kernel_env: Path) -> None:
     nb = execute(notebook([
         "%load_ext graphwidget\n"

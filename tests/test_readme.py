@@ -43,22 +43,16 @@ def test_capture_block_runs():
     assert ns["g2"].to_json() == ns["text"]
 
 
-def test_examples_block_runs():
-    ns: dict = {"gw": __import__("graphwidget")}
-    ns["ex"] = ns["gw"].examples
-    exec(block_after("## Examples (`graphwidget.examples`)"), ns)
-    assert ns["gw"].capture(ns["loss"]).summary()["ops"]["SelectBackward0"] == 4 * 256 + 1
-
-
 def test_there_are_python_examples():
     assert len(BLOCKS) >= 5
 
 
-def test_compiled_core_block_runs():
+def test_capture_doc_engines_block_runs():
     ns: dict = {}
-    exec(block_after("### The compiled core"), ns)
+    exec(block_after("## Engines", CAPTURE_DOC), ns)
     assert set(ns["native"].status()) == {"available", "path", "reason"}
     assert ns["g"].summary()["nodes"] == 4
+    assert ns["gw"].capture(ns["loss"]).summary()["ops"]["SelectBackward0"] == 4 * 256 + 1
 
 
 def test_before_after_block_runs_and_matches_what_it_says(tmp_path, monkeypatch):
@@ -120,3 +114,17 @@ def test_capture_doc_library_lines_block_runs():
     ns: dict = {"torch": __import__("torch"), "gw": __import__("graphwidget")}
     exec(block_after("## Where inside `torch.nn`", CAPTURE_DOC), ns)
     assert ns["lines"] and all(line.startswith("torch/") for line in ns["lines"])
+
+
+def test_nway_block_runs(monkeypatch):
+    import torch
+    # AOTAutograd's eager backend: the same compiled region in the autograd graph, without inductor's C++ compile
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compile_(fn, backend="aot_eager"))
+    ns: dict = {}
+    monkeypatch.chdir(Path(__import__("tempfile").mkdtemp()))
+    exec(block_after("## More than two"), ns)
+    d = ns["d"]
+    assert d.sides == ("repeat", "broadcast", "compiled") and d.equivalent is True
+    assert ns["p"].labels == ("repeat", "compiled") and ns["fused"]["covers"]
+    assert [r["label"] for r in ns["rows"]] == list(d.sides) and ns["path"].is_file()

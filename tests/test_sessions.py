@@ -352,6 +352,7 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+@pytest.mark.slow  # 1000 widgets made and closed, RSS read: ~8 s
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS is read from /proc (Linux)")
 def test_closed_widgets_are_freed() -> None:
     """A GraphWidget was never freed after close() (anywidget's file watcher kept a closure over every widget whose

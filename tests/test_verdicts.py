@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import rewrites as rw
 import torch
 import torch.nn.functional as F
 
 import graphwidget as gw
-import rewrites as rw
 from graphwidget.analysis.diff.verdicts import speed_verdict
 from graphwidget.experiment import speed
 
@@ -234,3 +234,18 @@ def test_the_verdicts_survive_a_round_trip_and_a_hostile_file() -> None:
         assert read.sentence().startswith("B vs A: ") and read.report() and repr(read)
         from graphwidget.views.diff_payload import static_diff_html
         assert "graphwidget diff" in static_diff_html(read)
+
+
+def test_a_hostile_timing_never_reaches_the_table() -> None:
+    import json
+    x = torch.randn(3, requires_grad=True)
+    d = gw.compare(lambda t: t.exp().sum(), lambda t: t.exp().sum(), x, profile=True, budget=0.2, repeat=1,
+                   advise=False)
+    doc = json.loads(d.to_json())
+    doc["summary"]["timing"]["step"]["ms"] = ["fast", "slow"]
+    doc["summary"]["timing"]["backward"]["ratio"] = "x"
+    read = gw.load_json(json.dumps(doc))
+    s = read.summary()
+    assert s["a"]["step_ms"] is None or isinstance(s["a"]["step_ms"], float)
+    assert read.timing["step"]["ms"] == ["fast", "slow"]  # kept as written
+    assert read.report()

@@ -9,7 +9,7 @@ import torch
 from .._util.gc import gc_paused
 from ..model.graph import GradGraph
 from .engines import native_graph, python_graph
-from .modules import infer_modules, module_classes
+from .modules import infer_modules, module_classes, parameter_aliases
 from .native import engine as core_engine
 from .roots import parameter_names, roots_of
 from .seq import finalize_seq
@@ -73,5 +73,5 @@ def capture(obj: Any, *, module: Optional[torch.nn.Module] = None, title: Option
         if module is not None:  # what each module is, and which nodes belong to which (from the parameters' names)
             classes = module_classes(module)
             graph.meta["modules"] = classes
-            infer_modules(graph, classes)
+            infer_modules(graph, classes, parameter_aliases(module))
         return graph

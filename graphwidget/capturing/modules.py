@@ -12,6 +12,10 @@ has no forward to watch, but every parameter leaf is named (``layer3.2.conv1.wei
    one side only (the loss after the last layer), to the parent of theirs. Which of several modules running the
    same op made it is not recorded without a trace: these paths place nodes for reading, ``gw.trace`` records them.
 
+A parameter shared by several modules (GPT-2's embedding and output layer hold one tensor) carries one name in the
+graph; an op consuming it goes to the sharing module whose class its op names (``EmbeddingBackward0``: the
+``Embedding``), else to the module of the leaf's own name.
+
 Nodes with no parameter anywhere near stay without a module, and the graph says the paths were inferred
 (``meta["modules_inferred"]``). ``meta["modules"]`` maps every module path to its class, for traces and captures
 alike, so that a view can say what a module is.
@@ -31,6 +35,14 @@ _KEEP = 4
 def module_classes(module: torch.nn.Module) -> Dict[str, str]:
     """Every module path of ``module`` (``""``: itself) and its class name."""
     return {path: type(m).__name__ for path, m in module.named_modules(remove_duplicate=False)}
+
+
+def parameter_aliases(module: torch.nn.Module) -> Dict[str, List[str]]:
+    """For each parameter name of a tensor held under several names (tied weights): all of its names."""
+    names: Dict[int, List[str]] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), []).append(name)
+    return {n: group for group in names.values() if len(group) > 1 for n in group}
 
 
 def _parent(path: str) -> str:
@@ -64,9 +76,17 @@ def _nearest(found: Iterable[str]) -> FrozenSet[str]:
     return frozenset(sorted(set(found), key=lambda p: (-_depth(p), p))[:_KEEP])
 
 
-def infer_modules(graph: Any, classes: Dict[str, str]) -> int:
+def _by_class(op: str, paths: Iterable[str], classes: Dict[str, str]) -> Optional[str]:
+    """The one module among ``paths`` whose class the op's name contains (``EmbeddingBackward0``, ``Embedding``)."""
+    lowered = op.lower()
+    hits = [p for p in paths if classes.get(p) and classes[p].lower() in lowered]
+    return hits[0] if len(hits) == 1 else None
+
+
+def infer_modules(graph: Any, classes: Dict[str, str], aliases: Optional[Dict[str, List[str]]] = None) -> int:
     """Fill each node's ``module`` (where it is null) from the named parameter leaves (module docstring); returns
-    how many nodes got one. ``classes``: the module paths of the model (``module_classes``)."""
+    how many nodes got one. ``classes``: the module paths of the model (``module_classes``); ``aliases``: the
+    names of tied parameters (``parameter_aliases``)."""
     node, succ, pred = adjacency(graph.nx)
     order: List[Any] = list(producers_first(graph.nx))
     owner: Dict[Any, str] = {}
@@ -79,16 +99,29 @@ def infer_modules(graph: Any, classes: Dict[str, str]) -> int:
     # ops that only transform one parameter (a weight's t(), view, expand), then the ops that consume parameters:
     # the module of the parameters they read themselves, else of the transformed ones they read
     leaves = dict(owner)
+    shared: Dict[Any, List[str]] = {}  # tied parameter leaves: the modules of all their names
+    for v in leaves:
+        group = (aliases or {}).get(node[v]["tensor"]["name"], ())
+        mods = [m for m in (_parent(n) for n in group) if m in classes]
+        if len(set(mods)) > 1:
+            shared[v] = mods
+
+    def leaf_module(u: Any, op: str) -> str:
+        return (_by_class(op, shared[u], classes) or leaves[u]) if u in shared else leaves[u]
+
     transforms: Dict[Any, str] = {}
     for v in order:
         ins = list(pred[v])
         if v not in leaves and len(ins) == 1 and (ins[0] in leaves or ins[0] in transforms):
-            transforms[v] = leaves.get(ins[0], transforms.get(ins[0], ""))
+            op = str(node[v].get("op") or "")
+            transforms[v] = leaf_module(ins[0], op) if ins[0] in leaves else transforms[ins[0]]
     owner.update(transforms)
     for v in order:
         if v in owner or node[v].get("kind") == "leaf":
             continue
-        mods = [leaves[u] for u in pred[v] if u in leaves] or [transforms[u] for u in pred[v] if u in transforms]
+        op = str(node[v].get("op") or "")
+        mods = ([leaf_module(u, op) for u in pred[v] if u in leaves]
+                or [transforms[u] for u in pred[v] if u in transforms])
         if mods:
             owner[v] = _common_all(mods)
     before: Dict[Any, FrozenSet[str]] = {}

@@ -1,5 +1,6 @@
 """``python -m graphwidget``: ``demo`` (the main job), ``compare`` (two implementations: same maths? what changed?
-which backward is faster?), ``build-native`` (compile the capture core) and ``doctor`` (what to paste into a bug
+which backward is faster?), ``ranks`` (the graphs the ranks of a distributed job wrote: stragglers, divergent
+graphs, unused parameters), ``build-native`` (compile the capture core) and ``doctor`` (what to paste into a bug
 report)."""
 from __future__ import annotations
 
@@ -18,6 +19,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     d.add_argument("--no-profile", action="store_true", help="skip timing (structure and sizes only)")
     from .compare_command import add_parser as add_compare  # torch is imported only when it runs
     add_compare(sub)
+    rk = sub.add_parser("ranks", help="compare the graphs each rank of a distributed job wrote "
+                        "(gw.profile(..., ranks=gw.Ranks(dir=DIR)) or RankSet.save(DIR))")
+    rk.add_argument("dir", type=Path, help="the folder of rank00000.json, rank00001.json, ...")
+    rk.add_argument("--out", type=Path, help="write the N-way HTML view (one pane per shown rank)")
+    rk.add_argument("--json", type=Path, help="write the N-way document (graphwidget-nway JSON)")
+    rk.add_argument("--show", help="ranks to show as panes, e.g. 0,2,3 (default: the reference rank, the ranks "
+                    "whose graph differs, the straggler)")
+    rk.add_argument("--fail-on-divergence", action="store_true",
+                    help="exit 1 when a rank's graph differs from the others'")
     b = sub.add_parser("build-native",
                        help="compile the optional capture core for this environment (a few minutes, once)")
     b.add_argument("--verbose", action="store_true", help="show the compiler's output")
@@ -35,6 +45,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.cmd == "compare":
         from .compare_command import run as run_compare
         return run_compare(args)
+    if args.cmd == "ranks":
+        return _ranks(args)
     if args.cmd == "build-native":
         return _build_native(args.verbose, args.system, args.clean)
     if args.cmd == "doctor":
@@ -42,6 +54,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return doctor_main(as_json=args.json)
     ap.print_help()
     return 2
+
+
+def _ranks(args: argparse.Namespace) -> int:
+    """``ranks DIR``: the report of the RankSet the files make. Exit 0; 1 with ``--fail-on-divergence`` when a
+    rank's graph differs; 2 when the folder holds no rank graphs or an option is wrong (said, no traceback)."""
+    from ..analysis.ranks import RankSet
+    from ..model.schema import SchemaError
+    try:
+        show = None if args.show is None else [int(x) for x in args.show.split(",") if x.strip()]
+    except ValueError:
+        print(f"graphwidget ranks: --show takes ranks separated by commas, e.g. 0,2,3; got {args.show!r}",
+              file=sys.stderr)
+        return 2
+    try:
+        rs = RankSet.from_dir(args.dir)
+        d = rs.nway(show)
+    except (OSError, ValueError, KeyError, SchemaError) as exc:
+        print(f"graphwidget ranks: {exc}", file=sys.stderr)
+        return 2
+    print(rs.report())
+    try:
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(d.to_json(), encoding="utf-8")
+            print(f"wrote {args.json}")
+        if args.out is not None:
+            print(f"wrote {d.export_html(args.out)}")
+    except OSError as exc:
+        print(f"graphwidget ranks: cannot write: {exc}", file=sys.stderr)
+        return 2
+    return 1 if args.fail_on_divergence and rs.divergent else 0
 
 
 def _build_native(verbose: bool, system: bool, clean: bool) -> int:

@@ -50,7 +50,8 @@ def describe(name: str, g: GradGraph) -> str:
     top = ", ".join(f"{op} x{c}" for op, c in list(s["ops"].items())[:4])
     lines.append(f"    ops: {top}")
     if s.get("backward_ms") is not None:
-        lines.append(f"    measured: forward {s['forward_ms']:.2f} ms, backward {s['backward_ms']:.2f} ms")
+        lines.append(f"    per-node timing (instrumented runs, hooks on every node): forward {s['forward_ms']:.2f} ms, "
+                     f"backward {s['backward_ms']:.2f} ms")
     lines.append("    largest tensors flowing:")
     lines += _biggest_nodes(g)
     if g.meta.get("timed"):

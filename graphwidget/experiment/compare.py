@@ -29,7 +29,17 @@ from ..attribution.attach import attributed_capture
 from ..attribution.recorder import Recorder
 from ..capturing.roots import loss_or_tensors
 from ..model.graph import GradGraph
-from .equivalence import EPS, Precision, check, describe, dominant_precision, flatten, lowest_precision, summarise
+from .equivalence import (
+    EPS,
+    Precision,
+    check,
+    describe,
+    dominant_dtype,
+    flatten,
+    lowest_dtype,
+    lowest_precision,
+    summarise,
+)
 from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_names
 from .state import State, mutations
 
@@ -151,7 +161,7 @@ class Side:
         self.out: Any = None
         self.leaves: List[torch.Tensor] = []
         self.grads: List[Tuple[str, Tuple[str, Any], Optional[torch.Tensor], str]] = []  # naming.Entry
-        self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], GradGraph]] = None
+        self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], Dict[str, int]]] = None
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
 
@@ -211,11 +221,11 @@ class Side:
         from .reference import run_float64
         wide = Inputs(args, kwargs, wide=True)
         try:
-            out, leaves, graph = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
+            out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
         except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
             self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
             return
-        self.ref = (out, {wide.key(t): g for t, g in leaves}, graph)
+        self.ref = (out, {wide.key(t): g for t, g in leaves}, dtypes)
 
 
 def _same_structure(a: Side, b: Side) -> None:
@@ -235,8 +245,7 @@ def _precision(a: Side, b: Side) -> Precision:
         why = a.ref_error if a.ref is None else b.ref_error
         side = "A" if a.ref is None else "B"
         return Precision("fixed", run_dtype=run, why=f"side {side} cannot run in float64 ({why})")
-    refs = [a.ref[2], b.ref[2]]
-    ref, last = dominant_precision(refs), lowest_precision(refs)
+    ref, last = dominant_dtype([a.ref[2], b.ref[2]]), lowest_dtype([a.ref[2], b.ref[2]])
     if run is None or ref is None or last is None:
         return Precision("fixed", run_dtype=run, why="no floating-point tensor in the graphs")
     if EPS[ref] >= EPS[run]:
@@ -271,7 +280,7 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
 # -- compare ----------------------------------------------------------------------------------------------------------
 def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
             profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
-            threads: Optional[int] = None, advise: bool = True, **kwargs: Any) -> Diff:
+            threads: Optional[int] = None, advise: bool = True, memory: bool = False, **kwargs: Any) -> Diff:
     """Run ``fn_a(*args, **kwargs)`` and ``fn_b(*args, **kwargs)``, each on its own copy of the inputs, and return the
     :class:`~graphwidget.Diff` of their autograd graphs with both verdicts.
 
@@ -288,6 +297,9 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     run with torch's threads as configured, or single-threaded on a machine whose cores are already busy (``threads``
     forces a number; ``d.timing["threads_why"]`` says which and why). Per-node times come from ``repeat`` separate
     instrumented rounds.
+
+    **Smaller?** (``memory=True``; ``d.memory``): one more plain step of each side, its allocator peak measured
+    (CUDA: ``max_memory_allocated``; CPU: ``torch.profiler``'s memory events), reported beside the step time.
 
     ``advise=True`` runs the advisor on both graphs (``d.a.findings``; the view shows what B resolved).
 
@@ -343,9 +355,11 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
             equivalence = _equivalence(a, b)
             if profile:
                 timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+            peaks = _peaks(a, b, state, fn_a, args, kwargs) if memory else None
             assert a.graph is not None and b.graph is not None
             a.graph.output, b.graph.output = a.out, b.out
             d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+            d.memory = peaks
         finally:
             _restore(state, saved_grads)
     finally:
@@ -376,8 +390,13 @@ def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: floa
                  for s in (a, b)]
         timing = speed.measure(plain, band=band, budget_s=budget, threads=threads)
         assert a.graph is not None and b.graph is not None
-        per_node = interleaved([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in (a, b)],
-                               [a.graph, b.graph], repeat, guard, device)
+        configured = torch.get_num_threads()
+        try:  # per-node times with the threads the verdict used, so the two read alike
+            torch.set_num_threads(timing["threads"])
+            per_node = interleaved([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in (a, b)],
+                                   [a.graph, b.graph], repeat, guard, device)
+        finally:
+            torch.set_num_threads(configured)
     finally:
         guard.restore()
     timing["per_node"] = {"rounds": per_node["runs"], "instrumented": True, "order": per_node["order"]}
@@ -385,6 +404,23 @@ def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: floa
     timing.update(ratio=step["ratio"], low=step["low"], high=step["high"], runs=timing["rounds"],
                   verdict=labelled(step["verdict"], b.label, band))
     return timing
+
+
+def _peaks(a: Side, b: Side, state: State, fn_a: Any, args: Sequence[Any],
+           kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """One plain step of each side with its allocator peak measured (:mod:`.peak`)."""
+    from ..profiling.checks import guess_device
+    from .interleave import GradGuard
+    from .peak import measure_peak
+    device = guess_device(fn_a, args, kwargs)
+    guard = GradGuard()
+    try:
+        got = [measure_peak(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
+               for s in (a, b)]
+    finally:
+        guard.restore()
+    return {"peak": [got[0]["bytes"], got[1]["bytes"]], "source": got[0]["source"], "measured": True,
+            "device": str(device)}
 
 
 def _advise(d: Diff) -> None:

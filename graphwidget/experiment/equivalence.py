@@ -198,17 +198,26 @@ def _dtypes(graphs: Sequence[Any]) -> Dict[str, int]:
     return count
 
 
-def lowest_precision(graphs: Sequence[Any]) -> Optional[str]:
-    """The least precise floating dtype any of the graphs computed in (node outputs, saved tensors, leaves)."""
-    found = _dtypes(graphs)
+def lowest_dtype(counts: Sequence[Dict[str, int]]) -> Optional[str]:
+    """The least precise floating dtype named in any of ``counts`` (dtype name -> how many tensors had it)."""
+    found = {dt for c in counts for dt, n in c.items() if n and dt in EPS}
     return max(found, key=lambda dt: EPS[dt]) if found else None
 
 
-def dominant_precision(graphs: Sequence[Any]) -> Optional[str]:
-    """The floating dtype most of the graphs' tensors have (a float64 run whose loss is cast to float32 at the end
-    is still a float64 run)."""
-    found = _dtypes(graphs)
-    return max(found, key=lambda dt: (found[dt], -EPS[dt])) if found else None
+def dominant_dtype(counts: Sequence[Dict[str, int]]) -> Optional[str]:
+    """The floating dtype most tensors had, over all of ``counts`` (a float64 run whose loss is cast to float32 at
+    the end is still a float64 run)."""
+    total: Dict[str, int] = {}
+    for c in counts:
+        for dt, n in c.items():
+            if dt in EPS:
+                total[dt] = total.get(dt, 0) + n
+    return max(total, key=lambda dt: (total[dt], -EPS[dt])) if total else None
+
+
+def lowest_precision(graphs: Sequence[Any]) -> Optional[str]:
+    """The least precise floating dtype any of the graphs computed in (node outputs, saved tensors, leaves)."""
+    return lowest_dtype([_dtypes(graphs)])
 
 
 def summarise(rows: Sequence[Dict[str, Any]], precision: Precision, mutated: Dict[str, List[str]]

@@ -5,13 +5,18 @@ parameters, buffers, tensors in closures and globals — has its data swapped fo
 objects, so a closure sees them), with float64 as the default dtype (``torch.ones(3)`` inside the forward is float64
 too). Everything is swapped back afterwards, even on an error. A ``torch.compile``'d callable runs uncompiled here:
 the same maths, without compiling it again for new dtypes.
+
+What precision the reference really ran in is counted as it runs (the floating dtype of every op's result, through a
+``TorchFunctionMode``), not read from a captured graph: a forward may force its own dtype (``t.half()``), and a plain
+capture on an older torch does not know the dtypes of intermediate results.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 
 def uncompiled(fn: Any) -> Any:
@@ -45,20 +50,45 @@ def float64(tensors: Sequence[torch.Tensor]) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
+class DtypeCounter(TorchFunctionMode):
+    """Counts the floating dtypes of the tensors every torch function returns while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Dict[str, int] = {}
+
+    def _count(self, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.is_floating_point() or value.is_complex():
+                name = str(value.dtype).replace("torch.", "")
+                self.counts[name] = self.counts.get(name, 0) + 1
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                self._count(v)
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        self._count(result)
+        return result
+
+
 def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor]
-                ) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Any]:
+                ) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Dict[str, int]]:
     """``fn`` on ``args``/``kwargs`` (float64 copies of the inputs) with ``tensors`` upcast: its output, each leaf
-    with its gradient, and its graph."""
-    from ..capturing.api import capture
+    with its gradient, and how many op results of each floating dtype its forward made (``{"float64": 40,
+    "float32": 1}``)."""
     from ..capturing.roots import loss_or_tensors
     from .naming import leaf_tensors
+    counter = DtypeCounter()
     with float64(tensors):
-        out = uncompiled(fn)(*args, **kwargs)
+        with counter:
+            out = uncompiled(fn)(*args, **kwargs)
         roots = loss_or_tensors(out)
         if not roots:
             raise ValueError("the float64 run returned no tensor that requires grad")
-        graph = capture(roots if len(roots) > 1 else roots[0])
         leaves = leaf_tensors(roots)
         grads = torch.autograd.grad(roots, leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
             if leaves else ()
-    return out, [(t, None if g is None else g.detach()) for t, g in zip(leaves, grads)], graph
+    for t in leaves:
+        counter._count(t)
+    return out, [(t, None if g is None else g.detach()) for t, g in zip(leaves, grads)], counter.counts

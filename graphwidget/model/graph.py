@@ -160,6 +160,17 @@ class GradGraph:
         from ..analysis.advisor import advise
         return advise(self, rules=rules, min_share=min_share)
 
+    def memory(self, top: int = 10) -> Any:
+        """The memory peak explained, for a graph recorded with ``gw.profile(..., memory=True)``: when it happens,
+        what is alive then by module and by kind, the largest holders with their lines, and checkpoint candidates;
+        ``.figure()`` is the timeline. Also writes each node's ``peak_bytes``. See
+        :func:`graphwidget.analysis.memory.memory_report` and docs/memory.md.
+
+        >>> print(g.memory())      # doctest: +SKIP
+        """
+        from ..analysis.memory import memory_report
+        return memory_report(self, top=top)
+
     def figure(self, kind: str = "time", **kwargs: Any) -> Any:
         """A plotly figure of timings (``"time"``, ``"op"``, ``"module"``, ``"pareto"``, ``"top"``) or saved memory
         (``"memory"``); see :func:`graphwidget.views.charts.figure`."""

@@ -172,8 +172,9 @@ def from_dict(data: Any, who: str = "graphwidget.load_json") -> GradGraph:
         warnings.warn(f"{who}: dropped node keys this release does not know: {', '.join(extra)}.",
                       UserWarning, stacklevel=3)
     meta = dict(data.get("meta") or {})
+    keys = schema.node_keys(meta)
     g = build_digraph(
-        ((n["id"], {k: n.get(k) for k in schema.NODE_KEYS}) for n in nodes),
+        ((n["id"], {k: n.get(k) for k in keys}) for n in nodes),
         ((e["source"], e["target"], {k: e.get(k) for k in schema.EDGE_KEYS}) for e in data["edges"]))
     graph = GradGraph(g, meta)
     findings = data.get("findings")

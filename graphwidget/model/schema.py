@@ -10,6 +10,8 @@ Two documents share the module:
   compatible within version 1: a top-level ``"findings"`` list written by the advisor (:data:`FINDING_KEYS`).
 * ``"format": "graphwidget-diff"`` — two graphs and how they match (version :data:`DIFF_VERSION`), written by
   :mod:`graphwidget.analysis.diff`; see ``docs/diff.md``.
+* ``"format": "graphwidget-nway"`` — N graphs, each matched to the first (version :data:`NWAY_VERSION`), written by
+  :mod:`graphwidget.analysis.diff.multi` and :mod:`graphwidget.analysis.ranks`; see ``docs/nway.md``.
 
 This module is torch-free: saved graphs load, diff and advise without torch.
 """
@@ -24,12 +26,33 @@ FORMAT = "graphwidget"
 VERSION = 1
 DIFF_FORMAT = "graphwidget-diff"
 DIFF_VERSION = 1
+NWAY_FORMAT = "graphwidget-nway"
+NWAY_VERSION = 1
+#: What an N-way document compares: implementations (``gw.compare`` with N sides) or the ranks of one job.
+NWAY_KINDS = ("sides", "ranks")
 
 #: Node record keys, in the order they are written to JSON.
 NODE_KEYS: Tuple[str, ...] = (
     "op", "kind", "outputs", "saved", "attrs", "saved_bytes", "tensor", "source", "code", "module",
     "out_stride", "out_contiguous", "seq", "fwd_ms", "bwd_ms", "grad_bytes", "lib_source",
 )
+#: Optional node keys, written after :data:`NODE_KEYS` only by graphs that have them: ``peak_bytes`` by a
+#: memory-profiled graph (``gw.profile(..., memory=True)``, docs/memory.md), ``rank_spread_ms`` by a rank's graph
+#: (``meta.rank``: the node's time spread over the ranks, docs/nway.md). Not in the capture's records nor in the
+#: front end's ``NODE_KEYS``: readers that do not know them ignore them.
+OPTIONAL_NODE_KEYS: Tuple[str, ...] = ("peak_bytes", "rank_spread_ms")
+
+
+def node_keys(meta: Optional[Dict[str, Any]]) -> Tuple[str, ...]:
+    """The node keys a graph with this ``meta`` writes: :data:`NODE_KEYS`, plus ``peak_bytes`` when it carries a
+    memory record and ``rank_spread_ms`` when it is a rank's graph."""
+    if meta is None:
+        return NODE_KEYS
+    extra = (("peak_bytes",) if isinstance(meta.get("memory"), dict) else ()) + \
+        (("rank_spread_ms",) if isinstance(meta.get("rank"), dict) else ())
+    return NODE_KEYS + extra
+
+
 #: Edge record keys, in the order they are written to JSON (after ``source`` and ``target``).
 EDGE_KEYS: Tuple[str, ...] = ("output", "slot", "shape", "dtype", "also")
 #: Keys of a saved-tensor record (``node["saved"][i]``), in the order the capture writes them.
@@ -307,6 +330,9 @@ _NODE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
     "fwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
     "bwd_ms": _simple(_nonneg_num, "a finite non-negative number (milliseconds)"),
     "grad_bytes": _simple(_nonneg_int, "a non-negative integer (bytes)"),
+    "peak_bytes": _simple(_nonneg_int, "a non-negative integer (bytes held at the memory peak)"),
+    "rank_spread_ms": _simple(_nonneg_num, "a finite non-negative number (ms: max - min of the node's time over "
+                                           "the ranks)"),
     "lib_source": _simple(_is_str, "a string such as \"torch/nn/functional.py:6229\""),
 }
 _EDGE: Dict[str, Tuple[Callable[[Any], bool], Callable[[str, Any], str]]] = {
@@ -380,6 +406,21 @@ _TIMING: _Spec = {
     "device": (_is_str, "a string such as \"cpu\""), "clock": _STR, "stat": (_is_str, "a string such as \"median\""),
     "cross_check": (lambda v: isinstance(v, dict) and _plain(v, 2), "an object"),
 }
+def _int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(x is None or _is_int(x) for x in v)
+
+
+_MEMORY: _Spec = {
+    "device": _STR, "allocator": _STR, "allocator_peak_source": _STR,
+    "forward_points": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "nodes": (lambda v: isinstance(v, list) and all(_nonneg_int(x) for x in v), "a list of node ids"),
+    "allocated": (_int_list, "a list of integers (bytes) or null"),
+    "allocated_max": (_int_list, "a list of integers (bytes) or null"),
+    "allocator_peak": (_is_int, "an integer (bytes)"), "baseline": (_is_int, "an integer (bytes)"),
+    "module_inputs": (lambda v: isinstance(v, dict) and all(_int_list(x) for x in v.values()),
+                      "an object mapping module paths to lists of storage ids"),
+    "backward": _BOOL,
+}
 _META: _Spec = {
     "torch": (_is_str, "a string such as \"2.13.0\""), "title": _STR,
     "roots": (lambda v: isinstance(v, list) and all(_nonneg_int(r) for r in v), "a list of node ids"),
@@ -388,6 +429,10 @@ _META: _Spec = {
     "modules": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str) for k, c in v.items()),
                 "an object mapping module paths to class names"),
     "modules_inferred": _BOOL,
+    "rank": (lambda v: isinstance(v, dict) and _plain(v, 1), "an object (the rank that captured the graph: "
+                                                              "docs/nway.md)"),
+    "memory": (lambda v: isinstance(v, dict) and _fault(v, _MEMORY, 1) is None,
+               "an object (the memory record of gw.profile(..., memory=True): docs/memory.md)"),
 }
 
 
@@ -396,6 +441,10 @@ def _check_meta(meta: Dict[str, Any]) -> None:
     if key is None:
         return
     timing = meta[key]
+    if key == "memory" and isinstance(timing, dict):
+        sub = _fault(timing, _MEMORY, 1)
+        if sub is not None:
+            raise SchemaError(_fault_text(timing, _MEMORY, sub, "meta.memory", 1))
     if key == "timing" and isinstance(timing, dict):
         sub = _fault(timing, _TIMING, 1)
         if sub == "cross_check" and isinstance(timing[sub], dict):
@@ -617,9 +666,225 @@ def _check_diff_summary(summary: Any) -> None:
             raise SchemaError(_plain_text(v, at, 2))
 
 
+#: Top-level keys of an N-way document (docs/nway.md), besides ``format`` and ``version``.
+NWAY_KEYS = ("kind", "labels", "graphs", "pairs", "verdicts", "table", "sentence", "ranks")
+
+
+def validate_nway(doc: Dict[str, Any], ids: List[set]) -> None:
+    """Check a ``"graphwidget-nway"`` document's own fields (docs/nway.md; its graphs are checked by
+    :func:`validate`, ``ids[k]`` are the node ids of ``graphs[k]``, ``graphs[0]`` the reference): ``kind``; one
+    ``pairs`` entry per other graph (``side`` 1..N-1, each once), each a diff of the reference and that graph
+    (:func:`validate_diff`) whose ``regions`` name nodes both graphs have; ``verdicts`` entries ``{"a", "b"}`` of
+    graph indices with plain-JSON verdicts; ``table`` plain JSON; the ``ranks`` part (:func:`_check_ranks`).
+    Raises :class:`SchemaError` saying what is wrong and what to write."""
+    n = len(ids)
+    kind = doc.get("kind")
+    if kind is not None and kind not in NWAY_KINDS:
+        raise SchemaError(f"\"kind\" must be one of {', '.join(map(repr, NWAY_KINDS))}; got {_show(kind)}.")
+    pairs = doc.get("pairs")
+    if not isinstance(pairs, list):
+        raise SchemaError(f"\"pairs\" must be a list, one entry per graph after the reference; got {_show(pairs)}.")
+    seen: Dict[int, int] = {}
+    for j, p in enumerate(pairs):
+        side: Any = p.get("side") if isinstance(p, dict) else None
+        if not isinstance(p, dict) or not _is_int(side) or not 1 <= side < n:
+            raise SchemaError(f"pairs[{j}] must be an object whose \"side\" is the index of a graph after the "
+                              f"reference (1..{n - 1}); got {_show(side if isinstance(p, dict) else p)}.")
+        if side in seen:
+            raise SchemaError(f"pairs[{seen[side]}] and pairs[{j}] both pair graph {side}; one entry per graph.")
+        seen[side] = j
+        try:
+            validate_diff(p, ids[0], ids[side])
+        except SchemaError as exc:
+            raise SchemaError(f"pairs[{j}] (reference vs graph {side}): {exc}") from None
+        regions = p.get("regions")
+        if regions is None:
+            continue
+        if not isinstance(regions, list):
+            raise SchemaError(f"pairs[{j}].regions must be a list of region records or null; got {_show(regions)}.")
+        for k, r in enumerate(regions):
+            at = f"pairs[{j}].regions[{k}]"
+            if not isinstance(r, dict) or r.get("node") not in ids[side] or not _nonneg_int(r.get("node")):
+                raise SchemaError(f"{at} must be an object whose \"node\" is a node of graph {side}; got "
+                                  f"{_show(r.get('node') if isinstance(r, dict) else r)}.")
+            cov = r.get("covers")
+            if not isinstance(cov, list) or not all(_nonneg_int(x) and x in ids[0] for x in cov):
+                raise SchemaError(f"{at}.covers must be a list of node ids of the reference (graphs[0]).")
+            if not _plain(r, 3):
+                raise SchemaError(_plain_text(r, at, 3))
+    missing = [k for k in range(1, n) if k not in seen]
+    if missing:
+        raise SchemaError(f"graph {missing[0]} has no entry in \"pairs\"; every graph after the reference is "
+                          f"matched to it.")
+    verdicts = doc.get("verdicts")
+    if verdicts is not None:
+        if not isinstance(verdicts, list):
+            raise SchemaError(f"\"verdicts\" must be a list or null; got {_show(verdicts)}.")
+        for j, v in enumerate(verdicts):
+            if not isinstance(v, dict) or not all(_is_int(v.get(x)) and 0 <= v[x] < n for x in ("a", "b")) \
+                    or v["a"] == v["b"]:
+                raise SchemaError(f"verdicts[{j}] must be an object whose \"a\" and \"b\" are two different graph "
+                                  f"indices (0..{n - 1}).")
+            for key in ("equivalence", "timing"):
+                x = v.get(key)
+                if x is not None and (not isinstance(x, dict) or not _plain(x, 2)):
+                    raise SchemaError(f"verdicts[{j}].{key} must be an object or null." if not isinstance(x, dict)
+                                      else _plain_text(x, f"verdicts[{j}].{key}", 2))
+    sentence = doc.get("sentence")
+    if sentence is not None and not isinstance(sentence, str):
+        raise SchemaError(f"\"sentence\" must be a string or null; got {_show(sentence)}.")
+    table = doc.get("table")
+    if table is not None and (not isinstance(table, dict) or not _plain(table, 1)):
+        raise SchemaError(f"\"table\" must be an object or null; got {_show(table)}." if not isinstance(table, dict)
+                          else _plain_text(table, "table", 1))
+    ranks = doc.get("ranks")
+    if ranks is not None:
+        _check_ranks(ranks, ids)
+    elif kind == "ranks":
+        raise SchemaError("a document of kind \"ranks\" needs its \"ranks\" object (docs/nway.md).")
+    for key, v in doc.items():
+        if key not in NWAY_KEYS and key not in ("format", "version") and not _plain(v, 1):
+            raise SchemaError(_plain_text(v, str(key), 1))
+
+
+def _rank_list(v: Any) -> bool:
+    return isinstance(v, list) and all(_nonneg_int(r) for r in v) and len(set(v)) == len(v)
+
+
+def _check_ranks(r: Any, ids: List[set]) -> None:
+    """The ``ranks`` part of an N-way document: which rank each graph is, per-rank totals, and per reference node
+    the times of every rank (arrays as long as ``nodes.ids``) with their statistics; see docs/nway.md."""
+    if not isinstance(r, dict):
+        raise SchemaError(f"\"ranks\" must be an object or null; got {_show(r)}.")
+    if not _plain(r, 1):
+        raise SchemaError(_plain_text(r, "ranks", 1))
+    ranks: Any = r.get("ranks")
+    if not _rank_list(ranks) or not ranks:
+        raise SchemaError(f"ranks.ranks must be a non-empty list of distinct ranks (non-negative integers); got "
+                          f"{_show(ranks)}.")
+    shown: Any = r.get("shown")
+    if not _rank_list(shown) or len(shown) != len(ids) or not set(shown) <= set(ranks):
+        raise SchemaError(f"ranks.shown must list the rank of each graph ({len(ids)} distinct ranks among "
+                          f"ranks.ranks); got {_show(shown)}.")
+    world = r.get("world_size")
+    if not _nonneg_int(world) or world < max(ranks) + 1:
+        raise SchemaError(f"ranks.world_size must be an integer above every rank; got {_show(world)}.")
+    groups = r.get("groups")
+    if groups is not None:
+        flat = [x for g in groups for x in g] if isinstance(groups, list) and all(_rank_list(g) for g in groups) \
+            else None
+        if flat is None or sorted(flat) != sorted(ranks):
+            raise SchemaError("ranks.groups must split ranks.ranks into lists (ranks whose graphs have the same "
+                              "structure), each rank once.")
+    _check_rank_words(r, ranks, ids)
+    nodes = r.get("nodes")
+    if nodes is None:
+        return
+    if not isinstance(nodes, dict):
+        raise SchemaError(f"ranks.nodes must be an object or null; got {_show(nodes)}.")
+    nid = nodes.get("ids")
+    if not isinstance(nid, list) or not all(_nonneg_int(x) and x in ids[0] for x in nid):
+        raise SchemaError("ranks.nodes.ids must be a list of node ids of the reference (graphs[0]).")
+    n = len(nid)
+    rank_keys = {str(x) for x in ranks}
+
+    def column(v: Any, at: str, ok: Callable[[Any], bool], what: str) -> None:
+        if not isinstance(v, list) or len(v) != n:
+            raise SchemaError(f"{at} must be a list of {n} values (one per entry of ranks.nodes.ids); got "
+                              f"{_show(v)}.")
+        bad = next((k for k, x in enumerate(v) if x is not None and not ok(x)), None)
+        if bad is not None:
+            raise SchemaError(f"{at}[{bad}] must be {what} or null; got {_show(v[bad])}.")
+
+    for metric in ("fwd_ms", "bwd_ms", "step_ms"):
+        per = nodes.get(metric)
+        if per is None:
+            continue
+        if not isinstance(per, dict) or not set(per) <= rank_keys:
+            raise SchemaError(f"ranks.nodes.{metric} must be an object keyed by rank (\"0\", \"1\", ...) among "
+                              f"ranks.ranks.")
+        for key, v in per.items():
+            column(v, f"ranks.nodes.{metric}[{key!r}]", _nonneg_num, "a finite non-negative number (ms)")
+    stats = nodes.get("stats")
+    if stats is not None:
+        if not isinstance(stats, dict):
+            raise SchemaError(f"ranks.nodes.stats must be an object or null; got {_show(stats)}.")
+        for key, v in stats.items():
+            if key == "straggler":
+                column(v, "ranks.nodes.stats.straggler", lambda x: x in ranks, "a rank among ranks.ranks")
+            elif key == "ranks":
+                column(v, "ranks.nodes.stats.ranks", _nonneg_int, "a count of ranks")
+            else:
+                column(v, f"ranks.nodes.stats.{key}", _is_num, "a finite number")
+    div = r.get("divergent")
+    if div is not None:
+        if not isinstance(div, list):
+            raise SchemaError(f"ranks.divergent must be a list or null; got {_show(div)}.")
+        for j, d in enumerate(div):
+            if not isinstance(d, dict) or d.get("rank") not in ranks:
+                raise SchemaError(f"ranks.divergent[{j}] must be an object whose \"rank\" is among ranks.ranks.")
+            removed = d.get("removed")
+            if removed is not None and (not isinstance(removed, list) or
+                                        not all(_nonneg_int(x) and x in ids[0] for x in removed)):
+                raise SchemaError(f"ranks.divergent[{j}].removed must be a list of node ids of the reference.")
+            added = d.get("added")
+            if added is not None and (not isinstance(added, list) or not all(_nonneg_int(x) for x in added)):
+                raise SchemaError(f"ranks.divergent[{j}].added must be a list of node ids (of that rank's graph).")
+            if d["rank"] in shown:
+                own = ids[shown.index(d["rank"])]
+                if added and not all(x in own for x in added):
+                    raise SchemaError(f"ranks.divergent[{j}].added names a node rank {d['rank']}'s graph does not "
+                                      f"have.")
+
+
+def _num_or_null(v: Any) -> bool:
+    return v is None or _is_num(v)
+
+
+def _check_rank_words(r: Dict[str, Any], ranks: List[int], ids: List[set]) -> None:
+    """The fields the words and the table read (typed as they need them: a hostile file never crashes the
+    report): ``straggler``, ``per_rank``, ``unused``, and each divergent rank's ``first`` and ``lines``."""
+    s = r.get("straggler")
+    if s is not None:
+        if not isinstance(s, dict) or s.get("rank") not in ranks or not all(
+                _is_num(s.get(k)) for k in ("compute_ms", "median_ms", "excess_ms")) \
+                or not _num_or_null(s.get("node_excess_ms")) \
+                or not (s.get("node") is None or (_nonneg_int(s["node"]) and s["node"] in ids[0])):
+            raise SchemaError("ranks.straggler must be null or {\"rank\" (among ranks.ranks), \"compute_ms\", "
+                              "\"median_ms\", \"excess_ms\" (numbers), \"node\" (a reference node id or null), "
+                              "\"node_excess_ms\" (a number or null)}.")
+    per = r.get("per_rank")
+    if per is not None:
+        if not isinstance(per, list):
+            raise SchemaError(f"ranks.per_rank must be a list or null; got {_show(per)}.")
+        for j, p in enumerate(per):
+            if not isinstance(p, dict) or p.get("rank") not in ranks or not _nonneg_int(p.get("nodes")) \
+                    or not all(_num_or_null(p.get(k)) for k in ("forward_ms", "backward_ms", "compute_ms",
+                                                                "wait_ms")) \
+                    or not isinstance(p.get("same_structure"), bool) \
+                    or not (isinstance(p.get("unused"), list) and all(isinstance(x, str) for x in p["unused"])):
+                raise SchemaError(f"ranks.per_rank[{j}] must be {{\"rank\", \"nodes\" (an integer), \"forward_ms\", "
+                                  f"\"backward_ms\", \"compute_ms\", \"wait_ms\" (numbers or null), "
+                                  f"\"same_structure\" (true/false), \"unused\" (a list of strings)}}.")
+    unused = r.get("unused")
+    if unused is not None and (not isinstance(unused, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) and k in {str(x) for x in ranks}
+            for k, v in unused.items())):
+        raise SchemaError("ranks.unused must be an object mapping a rank (\"1\") to a list of parameter names.")
+    for j, d in enumerate(r.get("divergent") or []):
+        first = d.get("first") if isinstance(d, dict) else None
+        if first is not None and (not isinstance(first, dict) or not all(
+                first.get(k) is None or isinstance(first[k], str) for k in ("op", "source", "code", "in"))):
+            raise SchemaError(f"ranks.divergent[{j}].first must be null or an object of strings (op, source, code, "
+                              f"in) and its node id.")
+        lines = d.get("lines") if isinstance(d, dict) else None
+        if lines is not None and not (isinstance(lines, list) and all(isinstance(x, str) for x in lines)):
+            raise SchemaError(f"ranks.divergent[{j}].lines must be a list of strings (source lines).")
+
+
 def unknown_node_keys(nodes: List[Dict[str, Any]]) -> List[str]:
     """Node keys this release does not know (they are dropped on load, with one warning naming them)."""
-    known = set(NODE_KEYS) | {"id"}
+    known = set(NODE_KEYS) | set(OPTIONAL_NODE_KEYS) | {"id"}
     extra: set = set()
     for n in nodes:
         extra.update(k for k in n if k not in known)

@@ -36,11 +36,12 @@ def registered_core() -> Any:
 def to_dict(graph: "GradGraph") -> Dict[str, Any]:
     """The JSON form as Python objects."""
     node, succ, _ = adjacency(graph.nx)
+    keys = schema.node_keys(graph.meta)
     out: Dict[str, Any] = {
         "format": schema.FORMAT,
         "version": schema.VERSION,
         "meta": dict(graph.meta),
-        "nodes": [{"id": n, **{k: d.get(k) for k in schema.NODE_KEYS}} for n, d in node.items()],
+        "nodes": [{"id": n, **{k: d.get(k) for k in keys}} for n, d in node.items()],
         "edges": [{"source": u, "target": v, **{k: d.get(k) for k in schema.EDGE_KEYS}}
                   for u, nbrs in succ.items() for v, d in nbrs.items()],
     }
@@ -72,7 +73,7 @@ def _to_json_native(graph: "GradGraph", mod: Any) -> Optional[str]:
         return None
     node, succ, _ = adjacency(graph.nx)
     try:
-        nodes, edges = mod.json_arrays(node, succ, schema.NODE_KEYS, schema.EDGE_KEYS)
+        nodes, edges = mod.json_arrays(node, succ, schema.node_keys(graph.meta), schema.EDGE_KEYS)
     except mod.Unsupported:
         return None
     head = json.dumps({"format": schema.FORMAT, "version": schema.VERSION, "meta": dict(graph.meta)},

@@ -95,7 +95,8 @@ def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, re
 
 def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
             stat: str = "iqm", cross_check: bool = False, device: Optional[Any] = None,
-            module: Optional[torch.nn.Module] = None, title: Optional[str] = None, **kwargs: Any) -> GradGraph:
+            module: Optional[torch.nn.Module] = None, title: Optional[str] = None, memory: bool = False,
+            **kwargs: Any) -> GradGraph:
     """Run ``fn(*args, **kwargs)`` ``warmup + repeat`` times, forward and backward, and return its graph with the
     forward time (``fwd_ms``) and backward time (``bwd_ms``) of every node over the repeats, plus everything
     :func:`trace` records (source line, module path).
@@ -117,6 +118,10 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     (its per-op times do not), and ``stat="iqm"`` usually drops it as the slowest run.
     ``cross_check=True`` adds three runs under ``torch.profiler`` and stores their per-node backward medians as
     ``bwd_ms_profiler`` (networkx attribute) and a per-op comparison in ``g.meta["timing"]["cross_check"]``.
+    ``memory=True`` records the memory timeline of one more run, the first (docs/memory.md): the allocator's bytes
+    at every node of the forward and the backward (``torch.profiler`` memory events; on CUDA the caching
+    allocator), which module received which storage, and, from the graph, the saved activations and gradients
+    alive. It is never a measured run (with ``warmup=0`` one run is added for it). ``g.memory()`` explains the peak.
     Options of ``fn`` named like these parameters can be bound with ``functools.partial``.
 
     >>> import graphwidget as gw
@@ -145,7 +150,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
         try:
             GC_PAUSE.acquire(token)
             return _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock, module, title,
-                            token)
+                            token, memory)
         finally:
             GC_PAUSE.release(token)
     finally:
@@ -154,21 +159,25 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
 
 def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], repeat: int, warmup: int,
              backward: bool, stat: str, cross_check: bool, dev: torch.device, clock: CpuClock,
-             module: Optional[torch.nn.Module], title: Optional[str], token: object) -> GradGraph:
+             module: Optional[torch.nn.Module], title: Optional[str], token: object,
+             memory: bool = False) -> GradGraph:
     """The runs and statistics of :func:`profile`, with the collector off (``profile`` restores it)."""
     grads = Grads()
     runs: List[Run] = []  # measured runs, their nodes dropped
     prof: Optional[Tuple[Any, ...]] = None
     ok = False
+    # The memory run (the first) is never measured: the profiler it runs under slows every op.
+    extra = 1 if memory and warmup == 0 else 0
+    warmup_runs = warmup + extra
     try:
-        for k in range(warmup + repeat):
+        for k in range(warmup_runs + repeat):
             run, g0, out = _one_run(fn, args, kwargs, clock, grads if backward else None, k == 0, module, title,
-                                    token)
+                                    token, memory=memory and k == 0, device=dev)
             if k == 0:
                 graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
             elif not same_structure(ref, run):
                 raise structure_error(k, ref, run)
-            if k >= warmup:
+            if k >= warmup_runs:
                 # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
                 cmap = fwd_map if run.layout() == layout0 else call_map(run.seqs(), run.calls)
                 call_ms = [clock.ms(c[2], c[3]) for c in run.calls]
@@ -176,7 +185,7 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
                 runs.append(run)
             run.drop_nodes()  # free the graph (the last one lives on in `out`)
             run.calls = []
-            if k < warmup + repeat - 1:
+            if k < warmup_runs + repeat - 1:
                 out = None
         if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
             from .cross_check import profiler_runs
@@ -194,21 +203,50 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
         for i, v in enumerate(prof[0]):
             nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
         graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
+    if memory:
+        graph.memory()  # writes each node's peak_bytes (the analysis lives behind the graph's facade)
     graph.output = out
     return graph
 
 
 def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], clock: CpuClock,
              grads: Optional[Grads], attribute: bool, module: Optional[torch.nn.Module], title: Optional[str],
-             token: Optional[object] = None) -> Tuple[Run, Optional[GradGraph], Any]:
+             token: Optional[object] = None, memory: bool = False, device: Optional[torch.device] = None
+             ) -> Tuple[Run, Optional[GradGraph], Any]:
     """One call of ``fn`` with its ops timed, then (``grads`` given) its backward with every node hooked.
-    With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors)."""
+    With ``attribute`` the graph is also captured and annotated (before the backward frees saved tensors).
+    With ``memory`` (and ``attribute``) the whole run is the memory run (:mod:`.memory`)."""
+    if memory:
+        from ..attribution.memory import MemoryProbe
+        probe = MemoryProbe(device if device is not None else torch.device("cpu"))
+        try:
+            with probe:
+                run, graph, out = _one_run_inner(fn, args, kwargs, clock, grads, attribute, module, title, token,
+                                                 probe)
+        finally:
+            probe.close()
+        if graph is not None:
+            probe.record(graph, grads is not None, probe.module_ids)
+        return run, graph, out
+    return _one_run_inner(fn, args, kwargs, clock, grads, attribute, module, title, token, None)
+
+
+def _one_run_inner(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], clock: CpuClock,
+                   grads: Optional[Grads], attribute: bool, module: Optional[torch.nn.Module],
+                   title: Optional[str], token: Optional[object], probe: Any) -> Tuple[Run, Optional[GradGraph], Any]:
     stamp = clock.stamp
     graph = None
     # The first run is the Recorder's (source, module): it times each call itself, around the bare op, and hands
     # back the two stamps (resolved after the run's sync; CUDA events cannot be read before). Other runs use the
     # lean op timer: the Recorder's per-call bookkeeping is paid once, not per repeat.
-    rec = Recorder(timer=(stamp, lambda t0: (t0, stamp()))) if attribute else None
+    if attribute:
+        rec_cls = Recorder
+        if probe is not None:
+            from ..attribution.memory import MemoryRecorder
+            rec_cls = MemoryRecorder
+        rec = rec_cls(timer=(stamp, lambda t0: (t0, stamp())))
+    else:
+        rec = None
     timer = rec if rec is not None else OpTimer(stamp)
     if token is not None and rec is None:
         # A measured forward runs as it would without us (unless another thread is profiling too). Not the
@@ -231,6 +269,8 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
     if rec is not None:
         graph = attributed_capture(rec, out, fn=fn, module=module, title=title, roots=roots,
                                    who="graphwidget.profile")
+        if probe is not None:
+            probe.note_inputs(graph, rec, root_nodes(roots))
     run = Run()  # before the try: every hook is recorded in it as it is registered
     try:
         try:

@@ -164,16 +164,90 @@ def dashboard(graph: GradGraph, top: int = 12) -> Any:
     return escape_labels(fig)
 
 
+def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widget: Any = None) -> Any:
+    """The memory timeline of a graph profiled with ``memory=True``: one point per forward op and backward node
+    (forward | backward), saved activations stacked by module, gradients above them, and the allocator's bytes as a
+    line (its maximum within each step), the peak marked. Each point carries its node id (``customdata``): in the
+    export a click selects that node in the viewer; with ``widget`` (a :class:`GraphWidget` of this graph) the
+    figure is a ``plotly.graph_objects.FigureWidget`` whose clicks set ``widget.selected``.
+
+    >>> g.memory().figure()                                  # doctest: +SKIP
+    """
+    from ..analysis.memory import Accounting, has_memory, memory_report, saved_by_module
+    if not has_memory(graph):
+        raise ValueError("this graph has no memory record: profile it with gw.profile(fn, *args, memory=True).")
+    rep = report if report is not None else memory_report(graph)
+    acc = Accounting(graph)
+    go = _go()
+    x = list(range(acc.n))
+    ids = acc.point_nodes
+    nodes = acc.nodes
+    labels = [_node_label(v, nodes.get(v, {})) for v in ids]
+    mib = 2.0 ** 20
+    fig = go.Figure()
+    palette = ["#4c78a8", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac",
+               "#f58518", "#88d27a", "#439894", "#d6a5c9"]
+    for k, (mod, vals) in enumerate(saved_by_module(graph, groups, acc).items()):
+        fig.add_trace(go.Scatter(x=x, y=[v / mib for v in vals], name=f"saved: {mod}", stackgroup="mem",
+                                 mode="lines", line=dict(width=0.5, color=palette[k % len(palette)]),
+                                 customdata=ids, hovertext=labels,
+                                 hovertemplate="%{hovertext}<br>%{y:.1f} MiB<extra>%{fullData.name}</extra>"))
+    fig.add_trace(go.Scatter(x=x, y=[v / mib for v in acc.gradients], name="gradients", stackgroup="mem",
+                             mode="lines", line=dict(width=0.5, color=_BWD), customdata=ids, hovertext=labels,
+                             hovertemplate="%{hovertext}<br>%{y:.1f} MiB<extra>gradients</extra>"))
+    mem = graph.meta["memory"]
+    amax = mem.get("allocated_max")
+    if amax:
+        fig.add_trace(go.Scatter(x=x[:len(amax)], y=[(v or 0) / mib for v in amax], name="allocator (max in step)",
+                                 mode="lines", line=dict(color="#222", width=1.5), customdata=ids, hovertext=labels,
+                                 hovertemplate="%{hovertext}<br>%{y:.1f} MiB<extra>allocator</extra>"))
+    p = rep.peak
+    if p:
+        fig.add_trace(go.Scatter(x=[p["point"]], y=[p["bytes"] / mib], mode="markers+text", name="peak",
+                                 marker=dict(size=11, color="#d62728", symbol="x"), customdata=[p["node"]],
+                                 text=[f"peak {p['bytes'] / mib:.1f} MiB"], textposition="top center",
+                                 hovertext=[labels[p["point"]]],
+                                 hovertemplate="%{hovertext}<br>%{y:.1f} MiB<extra>peak</extra>"))
+    f = acc.forward_points
+    if 0 < f < acc.n:
+        fig.add_vline(x=f - 0.5, line_dash="dot", line_color="#888")
+    fig.update_layout(
+        title=(f"Memory: peak {p['bytes'] / mib:.1f} MiB ({p['source']}), {p['phase']} node {p['node']} {p['op']}"
+               if p else "Memory"),
+        xaxis_title=("forward ops | backward nodes (order predicted: no backward ran)" if acc.predicted_backward
+                     else "forward ops | backward nodes (in the order they ran)"), yaxis_title="MiB",
+        height=460, hovermode="closest", meta={"graphwidget_link": "node"},
+        margin=dict(t=110),
+        annotations=[dict(x=max(f - 1, 0) / 2, y=1.0, yref="paper", yanchor="bottom", text="forward",
+                          showarrow=False),
+                     dict(x=(f + acc.n) / 2, y=1.0, yref="paper", yanchor="bottom", text="backward",
+                          showarrow=False)])
+    fig = escape_labels(fig)
+    if widget is not None:
+        fw = go.FigureWidget(fig)
+
+        def select(trace: Any, points: Any, state: Any) -> None:
+            if points.point_inds:
+                node = trace.customdata[points.point_inds[0]]
+                widget.selected = int(node)
+
+        for tr in fw.data:
+            tr.on_click(select)
+        return fw
+    return fig
+
+
 _KINDS: Dict[str, Callable[..., Any]] = {
     "time": dashboard, "op": lambda g, **kw: time_by(g, "op", **kw),
     "module": lambda g, **kw: time_by(g, "module", **kw), "source": lambda g, **kw: time_by(g, "source", **kw),
-    "pareto": pareto, "top": top_nodes, "memory": memory,
+    "pareto": pareto, "top": top_nodes, "memory": memory, "memory_timeline": memory_timeline,
 }
 
 
 def figure(graph: GradGraph, kind: str = "time", **kwargs: Any) -> Any:
     """A ``plotly.graph_objects.Figure`` of ``graph``: ``"time"`` (dashboard), ``"op"``, ``"module"``, ``"source"``
-    (time by group), ``"pareto"``, ``"top"`` (slowest nodes) or ``"memory"`` (saved bytes by op / module).
+    (time by group), ``"pareto"``, ``"top"`` (slowest nodes), ``"memory"`` (saved bytes by op / module) or
+    ``"memory_timeline"`` (a ``memory=True`` profile's timeline, :func:`memory_timeline`).
 
     >>> fig = g.figure("time"); fig.show()                  # doctest: +SKIP
     """

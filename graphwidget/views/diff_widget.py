@@ -6,8 +6,9 @@ The diff document travels once, gzip-compressed, in the ``_diff`` Bytes trait (t
 * ``selected_a`` / ``selected_b`` — the selected node of A / B (or None). Clicking a node selects it and its
   counterpart; setting one from Python selects that node, centres it and sets the other to its counterpart (None
   when it has none: added or removed).
-* ``colour_by`` — one colour metric for both panes (one shared scale): ``grad_bytes`` | ``saved_bytes`` | ``bwd_ms``
-  | ``fwd_ms`` | ``output_bytes`` | ``none`` (those both graphs have values for: ``available_metrics``).
+* ``colour_by`` — one colour metric for both panes (one shared scale): ``grad_bytes`` | ``saved_bytes`` |
+  ``peak_bytes`` | ``bwd_ms`` | ``fwd_ms`` | ``output_bytes`` | ``none`` (those both graphs have values for:
+  ``available_metrics``).
 * ``height`` — pixels (at least 120); ``sync`` — pan and zoom both panes together.
 """
 from __future__ import annotations

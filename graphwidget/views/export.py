@@ -38,6 +38,9 @@ def _inline_script(js: str) -> str:
 def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[Iterable[str]] = None,
                 charts: Optional[Sequence[Any]] = None) -> str:
     """The HTML text :func:`export_html` writes."""
+    from .nway_view import is_nway
+    if is_nway(obj):
+        return _render_nway(obj, title=title, extra_html=extra_html, charts=charts)
     if is_diff(obj):  # two graphs side by side: the same viewer mounts its diff view on data-kind="diff"
         dpayload = diff_payload(obj, caller="export_html")
         kind, colour, gz = ' data-kind="diff"', dpayload.default_colour, dpayload.gzipped()
@@ -76,12 +79,47 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
     )
 
 
+def _render_nway(obj: Any, *, title: Optional[str], extra_html: Optional[Iterable[str]],
+                 charts: Optional[Sequence[Any]]) -> str:
+    """N panes on one page (views/nway_view.py): the verdict table, one diff view per side, selections linked."""
+    from .nway_view import BOOT_JS, STYLE, as_nway, page_body
+    d = as_nway(obj, "export_html")
+    body, colour, gz = page_body(d)
+    data = base64.b64encode(gz).decode("ascii")
+    page_title = title if title is not None else " vs ".join(d.sides)
+    extras = list(extra_html or []) + figures_html(list(charts or []))
+    csp = CSP if not charts else CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'unsafe-eval'")
+    extra_block = (f'<section class="gw-extra">\n{chr(10).join(extras)}\n</section>\n' if extras else "")
+    return (
+        "<!doctype html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="generator" content="graphwidget {html.escape(__version__)}">\n'
+        f"<title>{html.escape(str(page_title))}</title>\n"
+        "<style>html{color-scheme:light dark}html,body{margin:0;padding:0;background:#fff;color:#1f2328}"
+        "@media (prefers-color-scheme:dark){html,body{background:#111317;color:#e6edf3}}"
+        f".gw-extra{{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}}{STYLE}"
+        "</style>\n</head>\n<body>\n"
+        f"{body}\n"
+        "<noscript>This page needs JavaScript to draw the graphs.</noscript>\n"
+        f'<script type="application/octet-stream" id="gw-nway-data" data-kind="nway" data-encoding="gzip+base64" '
+        f'data-colour="{colour}">{data}</script>\n'
+        f"{extra_block}"
+        f"<script>{_inline_script(read_bundle(VIEWER_JS))}</script>\n"
+        f"<script>{_inline_script(BOOT_JS)}</script>\n"
+        "</body>\n</html>\n"
+    )
+
+
 def export_html(obj: Any, path: Union[str, Path], *, title: Optional[str] = None,
                 extra_html: Optional[Iterable[str]] = None, charts: Optional[Sequence[Any]] = None) -> Path:
     """Write a self-contained HTML viewer for ``obj`` to ``path`` and return the path.
 
     ``obj``: a GradGraph (anything with ``.to_json()``), a dict in schema form, or its JSON string; or a Diff
-    (``gw.diff`` / ``gw.compare``), its ``to_dict()`` or JSON, shown as the two graphs side by side.
+    (``gw.diff`` / ``gw.compare``), its ``to_dict()`` or JSON, shown as the two graphs side by side; or a MultiDiff
+    (``gw.compare`` of N sides) or a RankSet, shown as the verdict table and one diff view per side
+    (``views/nway_view.py``).
     ``title``: the page title (default: the graph's ``meta.title``; for a diff "A vs B" with its labels).
     ``extra_html``: trusted HTML fragments appended below the viewer (not escaped — do not pass graph strings).
     ``charts``: plotly figures (or HTML strings) appended below the viewer; plotly.js is inlined from the installed

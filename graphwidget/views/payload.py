@@ -11,7 +11,9 @@ from ..model import io, schema
 from ..model.graph import GradGraph
 
 #: Every colour metric the viewer knows (js/src/model/colour.ts), in menu order.
-COLOUR_METRICS = ("grad_bytes", "saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none")
+#: ``rank_spread_ms``: a rank's graph, each node's time spread over the ranks (max - min ms; docs/nway.md).
+COLOUR_METRICS = ("grad_bytes", "saved_bytes", "peak_bytes", "bwd_ms", "fwd_ms", "output_bytes", "rank_spread_ms",
+                  "none")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ def available_metrics(nodes: Any) -> Tuple[str, ...]:
             have.add("bwd_ms")
         if d.get("fwd_ms") is not None:
             have.add("fwd_ms")
+        # memory-profiled graphs only (docs/memory.md); all zeros would be one flat colour, so it needs a holder
+        if (d.get("peak_bytes") or 0) > 0:
+            have.add("peak_bytes")
+        if d.get("rank_spread_ms") is not None:
+            have.add("rank_spread_ms")
         if len(have) == len(COLOUR_METRICS):
             break
     return tuple(m for m in COLOUR_METRICS if m in have)

@@ -139,4 +139,25 @@ def figures_html(figures: Sequence[Any], include_plotlyjs: bool = True) -> List[
             first = False
         out.append(fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False,
                                config={"displaylogo": False}))
+        meta = getattr(fig.layout, "meta", None)
+        if isinstance(meta, dict) and meta.get("graphwidget_link") == "node":
+            out.append(SELECT_ON_CLICK)
     return out
+
+
+#: After a figure whose points carry node ids (``layout.meta.graphwidget_link == "node"``, e.g. the memory
+#: timeline): a click on a point selects that node in the page's viewer through its automation API
+#: (``el.graphwidget.select(id)``, docs/viewer.md). The viewer's script comes later in the page, so the API is looked
+#: up at click time. Inline, as the export's Content-Security-Policy allows.
+SELECT_ON_CLICK = """<script>(function () {
+  var divs = document.querySelectorAll(".plotly-graph-div");
+  var div = divs[divs.length - 1];
+  if (!div || !div.on) return;
+  div.on("plotly_click", function (ev) {
+    var p = ev && ev.points && ev.points[0];
+    if (!p) return;
+    var id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
+    var root = document.querySelector(".graphwidget-root");
+    if (typeof id === "number" && root && root.graphwidget) root.graphwidget.select(id);
+  });
+})();</script>"""

@@ -6,7 +6,7 @@ it with the native ``DecompressionStream``. Small traits sync both ways:
 * ``selected`` — id of the selected node (or None). Clicking a node sets it; setting it from Python selects the node
   in the view (opening any group it is in) and centres it.
 * ``colour_by`` — one of the metrics the graph has (``available_metrics``): ``grad_bytes`` | ``saved_bytes`` |
-  ``bwd_ms`` | ``fwd_ms`` | ``output_bytes`` | ``none``.
+  ``peak_bytes`` (memory-profiled graphs) | ``bwd_ms`` | ``fwd_ms`` | ``output_bytes`` | ``none``.
 * ``height`` — pixels (at least 120).
 """
 from __future__ import annotations
@@ -20,6 +20,9 @@ from .assets import WIDGET_JS, read_bundle
 from .payload import COLOUR_METRICS, graph_payload
 
 __all__ = ["GraphWidget", "BaseWidget"]
+
+#: how to get the values of the ``peak_bytes`` colour (docs/memory.md)
+_NO_PEAK = "record memory with gw.profile(..., memory=True) or gw.trace(..., memory=True)"
 
 
 class BaseWidget(anywidget.AnyWidget):
@@ -58,7 +61,8 @@ class BaseWidget(anywidget.AnyWidget):
             what, times = self._NO_VALUES
             raise traitlets.TraitError(
                 f"colour_by={value!r}: {what} no values for it; available: {', '.join(metrics)}"
-                + (f" ({times})" if value in ("bwd_ms", "fwd_ms") else ""))
+                + (f" ({times})" if value in ("bwd_ms", "fwd_ms") else "")
+                + (f" ({_NO_PEAK})" if value == "peak_bytes" else ""))
         return value
 
     @traitlets.validate("height")

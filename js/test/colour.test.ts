@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { colourAt, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf } from "../src/model/colour";
+import { colourAt, hotThreshold, makeScale, outputBytes, MISSING_COLOUR, PALETTE, bucketOf, METRICS, METRIC_ORDER } from "../src/model/colour";
 import { doc, node } from "./graphs";
 import { dtypeBytes, formatBytes, formatMs } from "../src/model/format";
+import { normaliseGraph } from "../src/model/decode";
 
 describe("colour scale", () => {
   it("is logarithmic between the smallest positive value and the max", () => {
@@ -43,6 +44,21 @@ describe("metrics and formatting", () => {
     expect(dtypeBytes("bfloat16")).toBe(2);
     expect(dtypeBytes("float8_e4m3fn")).toBe(1);
     expect(dtypeBytes("torch.complex64")).toBe(8);
+  });
+
+  it("colours by bytes alive at the peak: 0 is a value (palest), an absent key is no data", () => {
+    const d = normaliseGraph({ format: "graphwidget", version: 1, meta: {}, edges: [],
+      nodes: [{ id: 0, op: "A", peak_bytes: 4 << 20 }, { id: 1, op: "B", peak_bytes: 0 }, { id: 2, op: "C" }] });
+    const v = d.nodes.map((n) => METRICS.peak_bytes.value(n));
+    expect(v.slice(0, 2)).toEqual([4 << 20, 0]);
+    expect(d.nodes[2].peak_bytes).toBeNull();
+    expect(Number.isNaN(v[2])).toBe(true);
+    const s = makeScale("peak_bytes", v);
+    expect(s.colour(v[0])).toBe(PALETTE[PALETTE.length - 1]);
+    expect(s.colour(v[1])).toBe(PALETTE[0]);
+    expect(s.colour(v[2])).toBe(MISSING_COLOUR);
+    expect(METRICS.peak_bytes.format(v[0])).toBe("4.00 MiB");
+    expect(METRIC_ORDER.indexOf("peak_bytes")).toBe(METRIC_ORDER.indexOf("saved_bytes") + 1);
   });
 
   it("formats bytes and times for people", () => {

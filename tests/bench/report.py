@@ -83,6 +83,12 @@ BENCHES: List[Bench] = [
           "load in a fresh browser, then median over fresh contexts, CPU of main thread and renderer, the view's "
           "decode and layouts, selecting a node on A with B following. Target: a pair of 10k-node graphs ready in "
           "2 s."),
+    Bench("gather", "bench_gather.py", "Ranks: gathering one graph per rank to rank 0", ("--quick",), (),
+          "`torchrun` with 4 ranks on gloo, each holding the same traced `nn.TransformerEncoder` graph (~10k "
+          "nodes quick, ~100k full); graphwidget's gather (what `gw.profile(..., ranks=\"all\")` runs after the "
+          "step) by `gather_object` and by files, rank 0's medians over 3 gathers: its own `to_json`, writing its "
+          "file, waiting for the other ranks' statuses, moving the graphs, reading them back (`load_json`), and the "
+          "whole call with the RankSet built. No target: the numbers choose the default transport."),
 ]
 
 

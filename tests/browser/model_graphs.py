@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Tuple
 
@@ -79,8 +80,10 @@ def model_graph(name: str) -> Dict[str, Any]:
     doc = json.loads(graph.to_json())
     GRAPHS.mkdir(parents=True, exist_ok=True)
     for old in GRAPHS.glob(f"{name}-*.json"):
-        old.unlink()
-    tmp = path.with_suffix(".tmp")
+        if old != path:
+            old.unlink(missing_ok=True)  # another pytest-xdist worker may have removed it first
+    # one temporary file per process: two workers capturing the same model each write their own, then one replaces
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc))
     tmp.replace(path)
     return doc

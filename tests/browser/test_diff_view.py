@@ -240,6 +240,7 @@ def test_hostile_strings_are_text(watched: Any, tmp_path: Path) -> None:
     w.assert_clean()
 
 
+@pytest.mark.slow  # a big pair of graphs, opened and followed into groups: ~5 s
 def test_big_pair_opens_grouped_and_follows_into_groups(watched: Any, tmp_path: Path) -> None:
     doc = dfx.big_pair(5000, seed=3)
     w = open_diff(watched, tmp_path, doc)

@@ -241,6 +241,7 @@ def test_edge_case_graphs_display(watched: Any, tmp_path: Path, make: Any, shown
     w.assert_clean()
 
 
+@pytest.mark.slow  # 100k-node graphs: ~15 s each
 @pytest.mark.parametrize("shape", ["chain", "fanin"])
 def test_100k_nodes_open_collapsed_and_expand(watched: Any, tmp_path: Path, shape: str) -> None:
     n = 100_000

@@ -16,6 +16,11 @@ from pagekit import next_frame, wait_ready
 
 from graphwidget.views.export import export_html
 
+# Slow: GPT-2 graphs of ~3k and ~10k nodes (captured once, then cached in tests/artifacts/graphs), drawn in light
+# and dark at three widths. Under pytest-xdist one worker runs the file: the module's exports are made once, not once
+# per worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real-model-views")]
+
 API = "document.querySelector('.graphwidget-root').graphwidget"
 WIDTHS = (700, 1000, 1400)
 #: 50, ~3k and ~10k nodes

@@ -18,12 +18,14 @@ from lab_helpers import Lab, jupyter_server, missing_prerequisite, new_offline_p
 
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     reason = missing_prerequisite()
-    if reason is None:
-        return
     here = Path(__file__).parent
     for item in items:
         if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.skip(reason=reason))
+            # under pytest-xdist (--dist loadgroup) one worker runs them all: one JupyterLab server (the session
+            # fixture below) and one Notebook 7 server for the run, not one per worker
+            item.add_marker(pytest.mark.xdist_group("jupyter"))
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ RULES: Dict[str, str] = {
     "dtype-upcast": "dtype_upcast",
     "memory-layout": "memory_layout",
     "saved-view-storage": "saved_view_storage",
+    "checkpoint-candidate": "checkpoint_candidate",
 }
 #: Findings below this share of the graph's cost (backward time when profiled, else bytes/nodes) are hidden.
 DEFAULT_MIN_SHARE = 0.01

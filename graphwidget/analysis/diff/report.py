@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..._util.text import human_bytes
-from .verdicts import BAND, labelled, phase_text, sentence
+from .verdicts import BAND, clean_equivalence, clean_timing, labelled, phase_text, sentence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Diff
@@ -19,10 +19,10 @@ _ROWS = (("nodes", "nodes"), ("edges", "edges"), ("saved_bytes", "saved for back
 
 def equivalence_text(d: "Diff") -> Optional[str]:
     """"same maths within float32 rounding (...)" / "NOT EQUIVALENT: ..." / None when not checked."""
-    eq = d.equivalence
+    eq = clean_equivalence(d.equivalence)
     if not eq:
         return None
-    tensors: List[Dict[str, Any]] = eq.get("tensors") or []
+    tensors: List[Dict[str, Any]] = eq["tensors"]
     la, lb = d.labels
     if eq.get("equivalent"):
         zero = eq.get("near_zero") or 0
@@ -57,7 +57,7 @@ def equivalence_text(d: "Diff") -> Optional[str]:
 
 def mutation_text(d: "Diff") -> Optional[str]:
     """What a side changed in place while it ran (compare put it back before the other side ran)."""
-    m = (d.equivalence or {}).get("mutated") or {}
+    m = (clean_equivalence(d.equivalence) or {}).get("mutated") or {}
     parts = [f"{d.labels[0] if side == 'A' else d.labels[1]} changes {', '.join(names[:5])} in place"
              for side, names in sorted(m.items()) if names]
     return ("note: " + "; ".join(parts) + " (each side ran on the original values)") if parts else None
@@ -65,7 +65,7 @@ def mutation_text(d: "Diff") -> Optional[str]:
 
 def timing_text(d: "Diff") -> Optional[str]:
     """The speed verdicts, phase by phase, with how they were measured; None when not timed."""
-    t = d.timing
+    t = clean_timing(d.timing)
     if not t or t.get("ratio") is None:
         return None
     la, lb = d.labels
@@ -117,13 +117,17 @@ def report(d: "Diff") -> str:
     lines.append(f"diff {la!r} vs {lb!r}: {len(d.matched)} nodes matched ({len(d.changed)} of them changed), "
                  f"{len(d.removed)} only in {la}, {len(d.added)} only in {lb}")
     w = max(12, len(la) + 2, len(lb) + 2)
-    lines.append(f"  {'':<20}{la:>{w}}{lb:>{w}}{'delta':>{w}}{'ratio':>9}")
+    lines.append(f"  {'':<20}{la:>{w}}{lb:>{w}}{'delta':>{w}}  ratio")
     for key, name in _ROWS:
         if key == "step_ms" and s["a"].get(key) is None:
             continue
         ratio = s["ratio"][key]
+        iv = s.get("interval", {}).get(key)
+        shown = "-" if ratio is None else f"x{ratio:.2f}"
+        if iv and None not in iv:  # a measured ratio never without its interval
+            shown += f" [{iv[0]:.2f}-{iv[1]:.2f}]"
         lines.append(f"  {name:<20}{_cell(key, s['a'][key]):>{w}}{_cell(key, s['b'][key]):>{w}}"
-                     f"{_cell(key, s['delta'][key], True):>{w}}{'-' if ratio is None else f'x{ratio:.2f}':>9}")
+                     f"{_cell(key, s['delta'][key], True):>{w}}  {shown}")
     if eq and d.equivalent:
         lines.append(eq)
     mut = mutation_text(d)
@@ -132,4 +136,8 @@ def report(d: "Diff") -> str:
     tt = timing_text(d)
     if tt:
         lines.append(tt)
+    from .memory import memory_text
+    mt = memory_text(d, s.get("memory"))
+    if mt:
+        lines.append(mt)
     return "\n".join(lines)

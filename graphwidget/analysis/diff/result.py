@@ -49,6 +49,8 @@ class Diff:
         self.added: List[int] = list(added)
         self.equivalence = equivalence
         self.timing = timing
+        #: ``gw.compare(..., memory=True)``: ``{"peak": [a, b], "source", "measured": True}``; else None
+        self.memory: Optional[Dict[str, Any]] = None
         self._ab = dict(self.matched)
         self._ba = {y: x for x, y in self.matched}
         self._changed_a = {x: f for x, _, f in self.changed}
@@ -92,12 +94,14 @@ class Diff:
         """``{"a", "b", "delta", "ratio"}`` over nodes, edges, saved bytes, gradient bytes, forward/backward/step
         ms (``None`` where a side was not profiled), plus ``"timing"`` (the speed verdicts of
         :func:`graphwidget.compare` with ``profile=True``; its plain runs' medians and its ratio then fill the time
-        rows, so one ratio shows everywhere), ``"equivalence"``, ``"counts"`` (matched, changed, added, removed)
-        and ``"sentence"`` (the verdicts in one line)."""
+        rows, so one ratio shows everywhere, and ``"interval"`` holds each such ratio's 95 % interval),
+        ``"equivalence"``, ``"counts"`` (matched, changed, added, removed) and ``"sentence"`` (the verdicts in one
+        line)."""
         from .verdicts import sentence
         ta, tb = (dict(t) for t in self._side_totals())
-        delta, ratio = {}, {}
-        phases = self.timing if isinstance(self.timing, dict) else {}
+        delta, ratio, interval = {}, {}, {}
+        from .verdicts import clean_timing
+        phases = clean_timing(self.timing) or {}
         for k in TOTAL_KEYS:
             ph = phases.get(_PHASE_KEYS.get(k, ""))
             if isinstance(ph, dict) and isinstance(ph.get("ms"), list) and len(ph["ms"]) == 2:
@@ -107,11 +111,17 @@ class Diff:
             ratio[k] = None if x is None or y is None or x == 0 else y / x
             if isinstance(ph, dict) and isinstance(ph.get("ratio"), (int, float)):
                 ratio[k] = ph["ratio"]
-        out: Dict[str, Any] = {"a": ta, "b": tb, "delta": delta, "ratio": ratio, "timing": self.timing,
+                interval[k] = [ph.get("low"), ph.get("high")]  # a measured ratio is shown with its interval
+        out: Dict[str, Any] = {"a": ta, "b": tb, "delta": delta, "ratio": ratio, "interval": interval,
+                               "timing": self.timing,
                "equivalence": self.equivalence,
                "counts": {"matched": len(self.matched), "changed": len(self.changed), "added": len(self.added),
                           "removed": len(self.removed)}}
         out["sentence"] = sentence(self, out)
+        from .memory import memory_summary
+        mem = memory_summary(self)
+        if mem is not None:
+            out["memory"] = mem
         return out
 
     def by_op(self) -> Any:
@@ -326,8 +336,11 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
     summary: Dict[str, Any] = data.get("summary") or {}
-    from .verdicts import clean_equivalence, clean_timing  # a file's verdicts, typed as the words need them
-    return cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
-               changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
-               added=data["added"], equivalence=clean_equivalence(summary.get("equivalence")),
-               timing=clean_timing(summary.get("timing")))
+    # The verdicts are kept as written (a newer release's keys survive a round trip); the words read them through
+    # verdicts.clean_equivalence / clean_timing, which never trust a field's type.
+    d = cls(ga, gb, labels=labels, matched=[(x, y) for x, y in data["matched"]],
+            changed=[(x, y, f) for x, y, f in data.get("changed") or ()], removed=data["removed"],
+            added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
+    from .memory import clean_measured
+    d.memory = clean_measured(summary.get("memory"))
+    return d

@@ -121,10 +121,10 @@ def sentence(d: "Diff", summary: Optional[Dict[str, Any]] = None) -> str:
     backward 3.3× faster; −78 MiB gradients written"`` (``summary``: the diff's, when already computed)."""
     la, lb = d.labels
     parts: List[str] = []
-    maths = maths_text(d.equivalence, d.labels)
+    maths = maths_text(clean_equivalence(d.equivalence), d.labels)
     if maths:
         parts.append(maths)
-    t = d.timing or {}
+    t = clean_timing(d.timing) or {}
     band = t.get("band", BAND) if isinstance(t.get("band"), (int, float)) else BAND
     for phase in ("step", "backward"):
         text = phase_text(phase, t.get(phase) or {}, band)
@@ -141,13 +141,14 @@ _NUM = (int, float)
 
 
 def _clean(d: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:
-    """``d`` keeping only the keys of ``spec`` whose value has the type it gives (``True`` is not a number here)."""
+    """``d`` keeping only the keys of ``spec`` whose value is null or has the type it gives (``True`` is not a
+    number here)."""
     out = {}
     for k, v in d.items():
         want = spec.get(k)
         if want is None or (isinstance(v, bool) and want is not bool):
             continue
-        if isinstance(v, want):
+        if v is None or isinstance(v, want):
             out[k] = v
     return out
 
@@ -157,7 +158,7 @@ _ROW = {"name": str, "kind": str, "allclose": bool, "max_abs": _NUM, "max_rel": 
         "dtype_b": str, "note": str, "only": str}
 _EQ = {"equivalent": bool, "method": str, "precision": str, "reference_precision": str, "fallback_reason": str,
        "ab": _NUM, "rounding": _NUM, "near_zero": int}
-_PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list}
+_PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list, "wall": dict, "cpu": dict}
 _TIMING = {"ratio": _NUM, "low": _NUM, "high": _NUM, "runs": int, "rounds": int, "verdict": str, "clock": str,
            "clock_why": str, "threads": int, "threads_why": str, "band": _NUM, "level": _NUM, "stopped": str,
            "inner": int, "budget_s": _NUM, "seconds": _NUM, "order": str, "instrumented": bool,
@@ -165,8 +166,9 @@ _TIMING = {"ratio": _NUM, "low": _NUM, "high": _NUM, "runs": int, "rounds": int,
 
 
 def clean_equivalence(eq: Any) -> Optional[Dict[str, Any]]:
-    """An ``equivalence`` record read from a file, with every field the words use of the type they need (a
-    document is validated only as plain JSON: a wrongly typed field is dropped, never a crash in ``report()``)."""
+    """An ``equivalence`` record as the words read it: every field they use of the type they need, wrongly typed
+    ones dropped (a document is validated only as plain JSON; a hostile file must not crash ``report()``). The
+    record itself is left as written."""
     if not isinstance(eq, dict):
         return None
     out = _clean(eq, _EQ)

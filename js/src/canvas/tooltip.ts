@@ -32,6 +32,8 @@ export const tooltipLines = {
     if (n.saved.length) lines.push(`saved ${formatBytes(n.saved_bytes)} in ${n.saved.length} tensor${n.saved.length > 1 ? "s" : ""}`);
     if (n.fwd_ms !== null) lines.push(`forward ${formatMs(n.fwd_ms)}`);
     if (n.bwd_ms !== null) lines.push(`backward ${formatMs(n.bwd_ms)}`);
+    if (n.peak_bytes !== null && n.peak_bytes !== undefined) lines.push(`alive at the peak ${formatBytes(n.peak_bytes)}`);
+    if (typeof n.rank_spread_ms === "number") lines.push(`spread over ranks ${formatMs(n.rank_spread_ms)}`);
     return lines;
   },
 

@@ -6,7 +6,7 @@ import type { DiffApp } from "./app";
 import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
 import type { CameraState } from "../canvas/camera";
-import { isMetricName, type MetricName } from "../model/colour";
+import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
 import { badgesOf, type BadgeInfo, type FindingSummary } from "../ui/api";
 
 export type SideName = "a" | "b";
@@ -124,7 +124,7 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     sync: () => app.syncOn,
     setSync: (on) => app.setSync(!!on, false),
     colourBy: (m) => {
-      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use grad_bytes, saved_bytes, bwd_ms, fwd_ms, output_bytes or none`);
+      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use ${METRIC_ORDER.join(", ")}`);
       app.colourBy(m, false);
     },
     colour: () => app.metric,

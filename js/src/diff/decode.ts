@@ -5,7 +5,7 @@
 import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
 import { normaliseFindings } from "../model/findings";
 import type { Finding } from "../schema/types";
-import { TOTAL_KEYS, type ChangeRow, type DiffDoc, type DiffSummary, type DiffTiming, type DiffTotals, type Equivalence, type RowCosts } from "../schema/diff";
+import { TOTAL_KEYS, type ChangeRow, type DiffDoc, type DiffSummary, type DiffTiming, type DiffTotals, type Equivalence, type RowCosts, type TotalKey } from "../schema/diff";
 
 export async function decodeDiff(value: unknown): Promise<DiffDoc> {
   let bytes = toBytes(value);
@@ -91,7 +91,15 @@ function summaryOf(o: Obj): DiffSummary {
         max_abs: num(q.max_abs), max_rel: num(q.max_rel), shape_a: shape(q.shape_a), shape_b: shape(q.shape_b) };
     }),
   } : null;
-  return { a: totals(o.a), b: totals(o.b), delta: totals(o.delta), ratio: totals(o.ratio), timing, equivalence, sentence: str(o.sentence) };
+  const interval: Partial<Record<TotalKey, [number, number]>> = {};
+  const iv = obj(o.interval);
+  for (const k of TOTAL_KEYS) {
+    const pair = arr(iv[k]);
+    const lo = num(pair[0]), hi = num(pair[1]);
+    if (lo !== null && hi !== null) interval[k] = [lo, hi];
+  }
+  return { a: totals(o.a), b: totals(o.b), delta: totals(o.delta), ratio: totals(o.ratio), interval, timing, equivalence,
+    sentence: str(o.sentence) };
 }
 
 function costs(v: unknown): RowCosts {

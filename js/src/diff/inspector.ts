@@ -28,6 +28,7 @@ export const PAIR_FIELDS: Field[] = [
   { key: "saved", label: "saved tensors", show: (n) => list(n.saved, (s) => `${s.name} ${s.freed ? "(freed)" : formatShape(s.shape)}`) },
   { key: "saved_bytes", label: "saved", show: (n) => formatBytesLong(n.saved_bytes) },
   { key: "grad_bytes", label: "gradient written", show: (n) => opt(n.grad_bytes, formatBytesLong) },
+  { key: "peak_bytes", label: "alive at the peak", show: (n) => opt(n.peak_bytes ?? null, formatBytesLong) },
   { key: "fwd_ms", label: "forward", show: (n) => opt(n.fwd_ms, formatMs) },
   { key: "bwd_ms", label: "backward", show: (n) => opt(n.bwd_ms, formatMs) },
   { key: "attrs", label: "attributes", show: (n) => (Object.keys(n.attrs).length ? formatValue(n.attrs, 300) : "—") },

@@ -51,8 +51,11 @@ function totalText(s: DiffSummary, d: TotalDef): { a: string; b: string; delta: 
   const delta = s.delta[d.key] ?? (a !== null && b !== null ? b - a : null);
   const ratio = s.ratio[d.key] ?? (a !== null && b !== null && a !== 0 ? b / a : null);
   const cls = delta === null || delta === 0 || NEUTRAL.has(d.key) ? "gw-same" : delta < 0 ? "gw-less" : "gw-more";
+  const iv = s.interval[d.key];
+  // a measured ratio is never shown without its interval
+  const shown = delta === 0 ? "" : formatRatio(ratio) + (iv ? ` [${formatRatio(iv[0]).slice(1)}–${formatRatio(iv[1]).slice(1)}]` : "");
   return { a: a === null ? "—" : d.format(a), b: b === null ? "—" : d.format(b), delta: delta === null ? "" : signed(delta, d.format),
-    ratio: delta === 0 ? "" : formatRatio(ratio), cls };
+    ratio: shown, cls };
 }
 
 /** The speed verdict: "whole step B/A ×0.31 [0.28–0.35], 20 rounds (cpu): broadcast faster" (older documents:

@@ -9,7 +9,7 @@
 import type { GraphNode } from "../schema/types";
 import { dtypeBytes, formatBytes, formatMs, numel } from "./format";
 
-export type MetricName = "grad_bytes" | "saved_bytes" | "bwd_ms" | "fwd_ms" | "output_bytes" | "none";
+export type MetricName = "grad_bytes" | "saved_bytes" | "peak_bytes" | "bwd_ms" | "fwd_ms" | "output_bytes" | "rank_spread_ms" | "none";
 
 export interface MetricDef {
   name: MetricName;
@@ -17,6 +17,8 @@ export interface MetricDef {
   /** value of one node, NaN when the graph does not have it */
   value(n: GraphNode): number;
   format(v: number): string;
+  /** what the values are, for the legend, when the label alone does not say */
+  note?: string;
 }
 
 export function outputBytes(n: GraphNode): number {
@@ -38,13 +40,23 @@ export const METRICS: Record<MetricName, MetricDef> = {
     name: "grad_bytes", label: "gradient written", value: (n) => n.grad_bytes ?? NaN, format: formatBytes,
   },
   saved_bytes: { name: "saved_bytes", label: "saved bytes", value: (n) => n.saved_bytes ?? NaN, format: formatBytes },
+  // memory-profiled graphs only; a node that holds nothing at the peak is 0 (the palest colour), not missing
+  peak_bytes: {
+    name: "peak_bytes", label: "alive at the peak", value: (n) => n.peak_bytes ?? NaN, format: formatBytes,
+    note: "held at the memory peak: saved activations + gradients",
+  },
   bwd_ms: { name: "bwd_ms", label: "backward time", value: (n) => n.bwd_ms ?? NaN, format: formatMs },
   fwd_ms: { name: "fwd_ms", label: "forward time", value: (n) => n.fwd_ms ?? NaN, format: formatMs },
   output_bytes: { name: "output_bytes", label: "output size", value: outputBytes, format: formatBytes },
+  // a rank's graph (docs/nway.md): max - min over the ranks of the node's forward + backward time
+  rank_spread_ms: {
+    name: "rank_spread_ms", label: "time spread over ranks", value: (n) => n.rank_spread_ms ?? NaN, format: formatMs,
+  },
   none: { name: "none", label: "nothing (by kind)", value: () => NaN, format: () => "" },
 };
 
-export const METRIC_ORDER: MetricName[] = ["grad_bytes", "saved_bytes", "bwd_ms", "fwd_ms", "output_bytes", "none"];
+/** Menu order; graphwidget/views/payload.py COLOUR_METRICS lists the same names in the same order. */
+export const METRIC_ORDER: MetricName[] = ["grad_bytes", "saved_bytes", "peak_bytes", "bwd_ms", "fwd_ms", "output_bytes", "rank_spread_ms", "none"];
 
 export function isMetricName(s: unknown): s is MetricName {
   return typeof s === "string" && s in METRICS;

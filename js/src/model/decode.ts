@@ -119,5 +119,7 @@ function normaliseNode(n: Record<string, unknown>): GraphNode {
   n.fwd_ms = numOrNull(n.fwd_ms);
   n.bwd_ms = numOrNull(n.bwd_ms);
   n.grad_bytes = numOrNull(n.grad_bytes);
+  n.peak_bytes = numOrNull(n.peak_bytes);
+  n.rank_spread_ms = numOrNull(n.rank_spread_ms);
   return n as unknown as GraphNode;
 }

@@ -53,6 +53,8 @@ export interface DiffSummary {
   b: DiffTotals;
   delta: DiffTotals;
   ratio: DiffTotals;
+  /** The 95 % interval of each measured ratio (the time rows of a profiled compare), by total. */
+  interval: Partial<Record<TotalKey, [number, number]>>;
   timing: DiffTiming | null;
   equivalence: Equivalence | null;
   /** Both verdicts in one line, as Python words them (Diff.sentence()); null in older documents. */

@@ -71,6 +71,14 @@ export interface GraphNode {
   grad_bytes: number | null;
   /** gw.trace: innermost torch library line (relative to site-packages) for nodes made inside torch.nn, else null */
   lib_source?: string | null;
+  /**
+   * memory-profiled graphs only (`memory=True`, docs/memory.md): bytes this node holds at the step's memory peak
+   * (saved activations it was the first to save, gradients of its outputs); null when the graph has no memory
+   * record. An optional key (graphwidget/model/schema.py OPTIONAL_NODE_KEYS), so not in NODE_KEYS.
+   */
+  peak_bytes?: number | null;
+  /** a rank's graph (optional key, docs/nway.md): max - min over the ranks of the node's time; null if unknown */
+  rank_spread_ms?: number | null;
 }
 
 export interface GraphEdge {

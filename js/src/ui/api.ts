@@ -3,7 +3,7 @@
  * anyone embedding the export. Documented in docs/viewer.md.
  */
 import type { App } from "./app";
-import { isMetricName, type MetricName } from "../model/colour";
+import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
 import { LEVEL_INFO, LEVEL_RESOLVED, LEVEL_WARNING } from "../model/findings";
 import type { GraphPane } from "../canvas/pane";
 
@@ -44,6 +44,8 @@ export interface GraphWidgetApi {
   highlightedIds(): (number | string)[];
   colourBy(metric: MetricName): void;
   colour(): MetricName;
+  /** the fill of a drawn node or closed group on the colour scale (a CSS hex colour), null when it is not drawn */
+  nodeColour(id: number | string): string | null;
   legendText(): string;
   expand(groupId: string): Promise<void>;
   collapse(groupId: string): Promise<void>;
@@ -116,10 +118,11 @@ export function attachApi(app: App): GraphWidgetApi {
       return out;
     },
     colourBy: (m) => {
-      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use saved_bytes, bwd_ms, fwd_ms, output_bytes or none`);
+      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use ${METRIC_ORDER.join(", ")}`);
       app.colourBy(m, false);
     },
     colour: () => app.metric,
+    nodeColour: (id) => app.pane?.colours.itemColour(itemOf(id)) ?? null,
     legendText: () => app.root.querySelector(".gw-legend")?.textContent ?? "",
     expand: (id) => app.pane!.expand(cluster(id)),
     collapse: (id) => app.pane!.collapse(cluster(id)),

@@ -37,6 +37,8 @@ export function renderInspector(el: HTMLElement, model: GraphModel, hier: Hierar
   const ob = outputBytes(n);
   parts.push(section("Cost", kvTable([
     ["saved", formatBytesLong(n.saved_bytes)],
+    // memory-profiled graphs: what the node holds when the step's memory peaks
+    ["alive at the peak", n.peak_bytes !== null && n.peak_bytes !== undefined ? formatBytesLong(n.peak_bytes) : null],
     ["gradient written", n.grad_bytes !== null ? formatBytesLong(n.grad_bytes) : null],
     ["output size", Number.isFinite(ob) ? formatBytesLong(ob) : null],
     ["forward", n.fwd_ms !== null ? formatMs(n.fwd_ms) : null],

@@ -37,6 +37,7 @@ export function renderLegend(el: HTMLElement, s: Scale): void {
       h("span", { class: "gw-legend-tick", text: ticks[ticks.length - 1] })),
     h("span", { class: "gw-legend-note" }, missing, " no data"),
   ];
+  if (def.note) parts.splice(2, 0, h("span", { class: "gw-legend-note gw-legend-what", text: def.note }));
   if (Number.isFinite(s.hot)) parts.push(h("span", { class: "gw-legend-note" }, h("span", { class: "gw-legend-hot" }), ` ≥ ${def.format(s.hot)}`));
   el.replaceChildren(...parts);
 }

@@ -1,0 +1,353 @@
+"""The memory run behind ``gw.profile(..., memory=True)`` and ``gw.trace(..., memory=True)`` (here, below both,
+so that trace can use it).
+
+One run of the function (forward, capture, backward) under ``torch.profiler`` with ``profile_memory=True``: every
+allocation and free the allocator reports, with its time, on the same clock as the op events. The forward's
+top-level op events carry the sequence number of the nodes they create and the backward's
+``autograd::engine::evaluate_function`` events the number of the node they run, so the allocator's level is read
+at the end of each (a *point*) and its maximum in between. On CUDA the profiler's events come from the caching
+allocator, and ``torch.cuda.max_memory_allocated`` over the run is kept beside them as the allocator's own peak.
+
+The run also records which storages each module received as inputs (a checkpointed module keeps those), mapped onto
+the graph's storage ids by reading the saved tensors' storages once after the forward.
+
+What is stored is raw (points, their nodes, the allocator's bytes): ``graphwidget.analysis.memory`` computes the
+rest from the graph, so a graph read back from JSON explains itself the same way. Design: docs/memory.md.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from ..capturing._deep_free import make_deep_free_safe
+from ..capturing.walk import walk
+from ..model.graph import GradGraph
+from .recorder import Recorder
+from .shared_patch import dynamo_skip
+
+_EVAL = "autograd::engine::evaluate_function: "
+#: Names of events that are the engine's or the profiler's own, never a forward op.
+_NOT_OPS = ("[memory]", "autograd::engine::", "[OutOfMemory]")
+
+
+def _end_ns(event: Any) -> int:
+    """When an event ended (torch 2.4's events have only the start and the duration)."""
+    end = getattr(event, "end_ns", None)
+    return int(end()) if callable(end) else int(event.start_ns() + event.duration_ns())
+
+
+def _user_annotation(event: Any) -> bool:
+    """A ``record_function`` range rather than an op. torch 2.4's events cannot say (no ``is_user_annotation``):
+    there a range is told by its name only (``_NOT_OPS``, graphwidget's own ranges), which user ranges escape."""
+    check = getattr(event, "is_user_annotation", None)
+    return bool(check()) if callable(check) else False
+
+
+def _tensors(value: Any, depth: int = 0) -> List[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v, depth + 1)]
+    if depth < 2 and isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v, depth + 1)]
+    return []
+
+
+def device_of(fn: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> torch.device:
+    """The first CUDA device among the inputs (tensors, modules' parameters and buffers), else CPU."""
+    stack: List[Any] = [fn, *args, *kwargs.values()]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, torch.Tensor):
+            if o.device.type == "cuda":
+                return o.device
+        elif isinstance(o, torch.nn.Module):
+            stack.extend(o.parameters())
+            stack.extend(o.buffers())
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif isinstance(o, dict):
+            stack.extend(o.values())
+    return torch.device("cpu")
+
+
+def _storage_key(t: torch.Tensor) -> Optional[Tuple[str, int]]:
+    try:
+        return str(t.device), t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+class MemoryRecorder(Recorder):
+    """The attribution recorder, also noting the storages each module call received (positional arguments: what
+    the global module pre-hook sees), by module path."""
+
+    def __init__(self, timer: Any = None) -> None:
+        super().__init__(timer=timer)
+        self.module_inputs: Dict[str, set] = {}
+
+    @dynamo_skip
+    def _pre_hook(self, module: torch.nn.Module, args: Any) -> None:
+        super()._pre_hook(module, args)
+        if self._module_stack:
+            keys = self.module_inputs.setdefault(self._module_stack[-1], set())
+            for t in _tensors(args):
+                k = _storage_key(t)
+                if k is not None:
+                    keys.add(k)
+
+
+class MemoryProbe:
+    """Context manager around one run: the profiler with memory events (and, on CUDA, the caching allocator's
+    peak). :meth:`record` turns what it saw into ``graph.meta["memory"]``."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self._prof: Any = None
+        self._events: List[Any] = []
+        self.baseline: Optional[int] = None
+        self.allocator_peak: Optional[int] = None
+        self.module_ids: Dict[str, set] = {}
+
+    def note_inputs(self, graph: GradGraph, rec: Any, roots: Sequence[Any]) -> None:
+        """After the capture, before the backward: which graph storages each module received."""
+        if isinstance(rec, MemoryRecorder) and rec.module_inputs:
+            self.module_ids = module_input_ids(rec, storage_ids(graph, roots))
+
+    def __enter__(self) -> "MemoryProbe":
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as torch_profile
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        if torch._C._autograd._profiler_enabled():
+            # Starting ours would end the user's session when ours stops: refuse before touching anything.
+            raise RuntimeError("memory=True records its timeline with torch.profiler, and a profiler is already "
+                               "running here. Run gw.profile/gw.trace(..., memory=True) outside your torch.profiler "
+                               "block, or drop memory=True inside it.")
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            self.baseline = torch.cuda.memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        prof = torch_profile(activities=acts, profile_memory=True)
+        try:
+            prof.__enter__()
+        except RuntimeError as exc:
+            raise RuntimeError(
+                f"memory=True records its timeline with torch.profiler, which could not start ({exc}). Another "
+                f"profiler is probably active in this thread: run gw.profile/gw.trace(..., memory=True) outside it, "
+                f"or without memory=True inside it.") from exc
+        self._prof = prof
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close(*exc)
+
+    def close(self, *exc: Any) -> None:
+        """Stop the profiler (idempotent: called again from a ``finally``)."""
+        if not exc:
+            exc = (None, None, None)
+        if self.cuda and self._prof is not None:
+            torch.cuda.synchronize(self.device)
+            self.allocator_peak = torch.cuda.max_memory_allocated(self.device) - (self.baseline or 0)
+        prof, self._prof = self._prof, None
+        if prof is not None:
+            prof.__exit__(*exc)
+            self._events = prof.profiler.kineto_results.events() if exc[0] is None else []
+
+    # -- turning events into points -------------------------------------------------------------------------------
+    def record(self, graph: GradGraph, backward: bool, module_inputs: Optional[Dict[str, set]] = None,
+               ) -> Dict[str, Any]:
+        """Write ``graph.meta["memory"]`` from the run's events; returns it."""
+        events = self._events
+        want = "CUDA" if self.cuda else "CPU"
+        mem: List[Tuple[int, int]] = []
+        ops: List[Any] = []
+        evals: List[Any] = []
+        for e in events:
+            name = e.name()
+            if name == "[memory]":
+                if want in str(e.device_type()):
+                    mem.append((e.start_ns(), e.nbytes()))
+            elif name.startswith(_EVAL):
+                evals.append(e)
+            elif not name.startswith(_NOT_OPS) and not _user_annotation(e):
+                ops.append(e)
+        mem.sort(key=lambda m: m[0])
+        times = [m[0] for m in mem]
+        level: List[int] = []
+        run = 0
+        for _, b in mem:
+            run += b
+            level.append(run)
+        seq_to_node = {s: v for v, s in graph.abs_seq.items()}
+        fwd = self._forward_points(ops, evals, seq_to_node)
+        bwd = self._backward_points(evals, seq_to_node, graph) if backward else []
+        points = fwd + bwd
+        nodes_at, alloc, amax = [], [], []
+        prev_level, k = 0, 0
+        for v, t in points:
+            hi = bisect.bisect_right(times, t)
+            peak = prev_level
+            while k < hi:
+                peak = max(peak, level[k])
+                k += 1
+            cur = level[hi - 1] if hi > 0 else 0
+            nodes_at.append(v)
+            alloc.append(int(cur))
+            amax.append(int(max(peak, cur)))
+            prev_level = cur
+        source = ("CUDA caching allocator (torch.profiler memory events), bytes allocated since the step began"
+                  if self.cuda else "CPU allocator (torch.profiler memory events), bytes allocated since the step "
+                  "began")
+        record: Dict[str, Any] = {
+            "device": str(self.device),
+            "allocator": source if points else None,
+            "forward_points": len(fwd),
+            "nodes": nodes_at,
+            "allocated": alloc if points else None,
+            "allocated_max": amax if points else None,
+            "allocator_peak": self.allocator_peak,
+            "allocator_peak_source": ("torch.cuda.max_memory_allocated minus the step's start" if self.cuda
+                                      else None),
+            "baseline": self.baseline,
+            "module_inputs": {k: sorted(v) for k, v in (module_inputs or {}).items() if v},
+            "backward": backward,
+        }
+        graph.meta["memory"] = record
+        return record
+
+    @staticmethod
+    def _forward_points(ops: List[Any], evals: List[Any], seq_to_node: Dict[int, int]) -> List[Tuple[int, int]]:
+        """One point per top-level forward op event that created graph nodes: (its last node, its end time)."""
+        bwd_start = min((e.start_ns() for e in evals), default=None)
+        ops = [e for e in ops if bwd_start is None or e.start_ns() < bwd_start]
+        by_thread: Dict[Any, List[Any]] = {}
+        for e in ops:
+            by_thread.setdefault(e.start_thread_id(), []).append(e)
+        top: List[Any] = []
+        for evs in by_thread.values():
+            evs.sort(key=lambda e: (e.start_ns(), -_end_ns(e)))
+            end = -1
+            for e in evs:
+                if e.start_ns() >= end:
+                    top.append(e)
+                    end = _end_ns(e)
+        top = [e for e in top if e.sequence_nr() >= 0]
+        top.sort(key=lambda e: e.start_ns())
+        seqs = sorted(seq_to_node)
+        points: List[Tuple[int, int]] = []
+        for j, e in enumerate(top):
+            lo = e.sequence_nr()
+            hi = top[j + 1].sequence_nr() if j + 1 < len(top) else None
+            a = bisect.bisect_left(seqs, lo)
+            b = bisect.bisect_left(seqs, hi) if hi is not None and hi > lo else len(seqs)
+            if hi is not None and hi <= lo:
+                b = a + 1 if a < len(seqs) and seqs[a] == lo else a
+            if b > a:
+                points.append((seq_to_node[seqs[b - 1]], _end_ns(e)))
+        return points
+
+    @staticmethod
+    def _backward_points(evals: List[Any], seq_to_node: Dict[int, int], graph: GradGraph
+                         ) -> List[Tuple[int, int]]:
+        """One point per node run in backward, in the order they ran: (node, end time). AccumulateGrad reports no
+        sequence number; the engine runs one as soon as it is ready (it has the highest priority), so each is
+        matched to the leaf whose last consumer ran most recently."""
+        evals = sorted(evals, key=lambda e: e.start_ns())
+        nx = graph.nx
+        nodes = nx.nodes
+        waiting = {v: len(nx.succ[v]) for v in nx.nodes if nodes[v].get("kind") == "leaf"}
+        ready: List[int] = []
+        points: List[Tuple[int, int]] = []
+        for e in evals:
+            s = e.sequence_nr()
+            v = seq_to_node.get(s) if s >= 0 else None
+            if v is None:
+                if not ready:
+                    continue
+                v = ready.pop(0)
+            points.append((v, _end_ns(e)))
+            for u in nx.pred[v]:
+                if u in waiting:
+                    waiting[u] -= 1
+                    if waiting[u] == 0:
+                        ready.append(u)
+        return points
+
+
+def storage_ids(graph: GradGraph, roots: Sequence[Any]) -> Dict[Tuple[str, int], int]:
+    """(device, data_ptr) -> the graph's storage id, by reading each node's saved tensors once (the capture keeps
+    only its own small ids). Walks in capture's order, so node ``i`` of the walk is graph node ``i``."""
+    w = walk(list(roots))
+    make_deep_free_safe(len(w.order))
+    out: Dict[Tuple[str, int], int] = {}
+    nodes = graph.nx.nodes
+    for i, fn in enumerate(w.order):
+        for s in nodes[i].get("saved") or ():
+            sid = s.get("storage")
+            if sid is None or s.get("freed") or s.get("packed"):
+                continue
+            name = s.get("name") or ""
+            base, idx = name, None
+            if name.endswith("]") and "[" in name:
+                base, _, rest = name.partition("[")
+                idx = int(rest[:-1]) if rest[:-1].isdigit() else None
+            try:
+                val = getattr(fn, "_saved_" + base)
+            except Exception:  # a saved value that cannot be read without unpacking hooks, or none of that name
+                continue
+            if idx is not None and isinstance(val, (list, tuple)) and idx < len(val):
+                val = val[idx]
+            if isinstance(val, torch.Tensor):
+                k = _storage_key(val)
+                if k is not None:
+                    out.setdefault(k, sid)
+        for t in (nodes[i].get("tensor"),):
+            if t and t.get("storage") is not None and hasattr(fn, "variable"):
+                k = _storage_key(fn.variable)
+                if k is not None:
+                    out.setdefault(k, t["storage"])
+    return out
+
+
+def module_input_ids(rec: MemoryRecorder, ids: Dict[Tuple[str, int], int]) -> Dict[str, set]:
+    """Per module path, the graph storage ids among the storages its calls received."""
+    return {path: {ids[k] for k in keys if k in ids} for path, keys in rec.module_inputs.items()}
+
+
+
+def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
+    """The allocator's peak while ``step()`` runs (a forward and its backward), in bytes above what was allocated
+    when it began. CUDA: ``torch.cuda.max_memory_allocated``; CPU: the maximum of the running sum of
+    ``torch.profiler``'s memory events (the CPU allocator has no counter of its own). Returns ``{"bytes",
+    "source"}``."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        return {"bytes": int(torch.cuda.max_memory_allocated(device) - base),
+                "source": "torch.cuda.max_memory_allocated minus the step's start"}
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+    if torch._C._autograd._profiler_enabled():
+        raise RuntimeError("the CPU memory peak is measured with torch.profiler, and a profiler is already running "
+                           "here: measure outside your torch.profiler block.")
+    with torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    return {"bytes": int(events_peak(prof.profiler.kineto_results.events(), "CPU")),
+            "source": "CPU allocator (torch.profiler memory events), bytes allocated since the step began"}
+
+
+def events_peak(events: Sequence[Any], device_type: str = "CPU") -> int:
+    """The maximum of the running sum of the memory events of one device type (0 when none)."""
+    mem = sorted((e.start_ns(), e.nbytes()) for e in events
+                 if e.name() == "[memory]" and device_type in str(e.device_type()))
+    run = peak = 0
+    for _, b in mem:
+        run += b
+        peak = max(peak, run)
+    return peak

@@ -1,8 +1,9 @@
-"""How long gw.diff takes on big graphs: pairs of ~10k- and ~100k-node graphs, B = A with a few edits.
+"""How long gw.diff takes on big graphs: pairs of ~10k- to ~1M-node graphs, B = A with a few edits.
 
-Run: .venv/bin/python tests/bench/bench_diff.py [--quick] [--sizes 10000 100000] [--repeat 3]
-(``--quick``: the 10k pairs only.)
-Targets (issue 9): two 10k-node graphs diff in <= 1 s, two 100k-node graphs in <= 10 s.
+Run: .venv/bin/python tests/bench/bench_diff.py [--quick] [--sizes 10000 100000] [--kinds chain transformer random] [--repeat 3]
+(``--quick``: the 10k pairs only; a million nodes: ``--sizes 100000 300000 1000000 --kinds chain random --repeat 1``.)
+Targets (issue 9): two 10k-node graphs diff in <= 1 s, two 100k-node graphs in <= 10 s; a million nodes end to end:
+the time grows near-linearly (300k <= 4.5x 100k) and two 1M-node random DAGs diff in <= 20 s.
 
 Graphs (all real autograd graphs captured with gw.capture, except the random DAG, which is built in schema form):
 * ``chain``: gw.examples.tiny_chain-style element-wise chain; B has one op inserted at 1/3, one op replaced at 2/3.
@@ -10,13 +11,21 @@ Graphs (all real autograd graphs captured with gw.capture, except the random DAG
 * ``random DAG``: nodes with 1-3 inputs among the previous 8 (shapes, leaves, names); B deletes, inserts and
   re-types a few nodes here and there.
 ``diff s`` is the wall time of gw.diff(a, b) (matching + changed fields), ``cpu s`` its process CPU time (on a shared
-machine, what the diff itself costs); ``to_json`` of the resulting Diff for reference. Medians of ``--repeat`` runs.
-The random DAG's nodes carry their recipe index in ``code``, so the last column also counts wrong pairs.
+machine, what the diff itself costs); ``floor s`` the wall time of a linear hash-match of the same pair in the same run
+(:func:`floor_match`: read both graphs, hash every node's inputs once, pair the hashes unique on both sides) and
+``f cpu`` its CPU time; ``xfloor`` diff / floor in wall time and ``xcpu`` in CPU time, which the machine's load moves
+much less than any one time; ``rss MB`` the peak resident size during the diff (graphs included) and ``+MB`` its
+growth over the graphs alone; ``to_json`` of the resulting Diff for reference. Medians of ``--repeat`` runs; each
+row starts with the load average. The random DAG's nodes carry their recipe index in ``code``, so the last column
+also counts wrong pairs.
 """
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import random
+import re
 import sys
 import time
 from collections import Counter
@@ -28,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
+from graphwidget.model._digraph import adjacency, producers_first  # noqa: E402
 from graphwidget.model.graph import GradGraph  # noqa: E402
 
 
@@ -113,45 +123,113 @@ def _graph(recipe: List[Tuple[str, List[int], List[int]]], edits: Dict[int, str]
     return GradGraph.from_records(nodes, edges, roots=roots, title=title)
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, float, Any]:
-    """Median wall and CPU seconds (on a shared machine the CPU time is what the diff itself costs)."""
+def floor_match(ga: GradGraph, gb: GradGraph) -> int:
+    """The least a matcher of gw.diff's kind does, as plainly as possible: read each graph's adjacency, hash every
+    node's inputs (op, first output shape, the inputs' hashes by slot) in one producers-first pass, and pair the
+    hashes that are unique on both sides. Linear; returns the number of pairs."""
+    table: Dict[Any, int] = {}
+
+    def hashes(g: GradGraph) -> List[int]:
+        node, _, pred = adjacency(g.nx)
+        h: Dict[int, int] = {}
+        for v in producers_first(g.nx):
+            d = node[v]
+            outs = d.get("outputs") or [{}]
+            key = (d.get("op"), tuple(outs[0].get("shape") or ()),
+                   tuple(sorted((e.get("slot") or 0, h[u]) for u, e in pred[v].items())))
+            h[v] = table.setdefault(key, len(table))
+        return list(h.values())
+
+    ca, cb = Counter(hashes(ga)), Counter(hashes(gb))
+    return sum(1 for k, c in ca.items() if c == 1 and cb.get(k) == 1)
+
+
+def _status(field: str) -> int:
+    """A field of /proc/self/status in MB (0 where there is none)."""
+    try:
+        with open("/proc/self/status") as f:
+            found = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M)
+    except OSError:
+        return 0
+    return int(found.group(1)) // 1024 if found else 0
+
+
+def _reset_peak() -> int:
+    """Reset the peak resident size to the current one (Linux) and return the current one in MB."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return _status("VmRSS")
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, float, Any, int, int]:
+    """Median wall and CPU seconds (on a shared machine the CPU time is what the diff itself costs), the last result,
+    and the highest peak resident MB of a run with its growth over the resident size before that run."""
     walls, cpus = [], []
     out = None
+    peak = grew = 0
     for _ in range(repeat):
+        out = None
+        gc.collect()  # what building the graphs left to the collector is not the diff's cost
+        before = _reset_peak()
         t, c = time.perf_counter(), time.process_time()
         out = fn()
         cpus.append(time.process_time() - c)
         walls.append(time.perf_counter() - t)
+        top = _status("VmHWM")
+        if top > peak:
+            peak, grew = top, top - before
     walls.sort()
     cpus.sort()
-    return walls[len(walls) // 2], cpus[len(cpus) // 2], out
+    return walls[len(walls) // 2], cpus[len(cpus) // 2], out, peak, grew
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="the 10k-node pairs only")
     ap.add_argument("--sizes", type=int, nargs="*", default=None, help="default 10k 100k (--quick: 10k)")
+    ap.add_argument("--kinds", nargs="*", default=list(PAIRS), choices=list(PAIRS), help="default: all")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     if args.sizes is None:
         args.sizes = [10_000] if args.quick else [10_000, 100_000]
-    print(f"{'graphs':<14}{'nodes A':>9}{'nodes B':>9}{'diff s':>9}{'cpu s':>8}{'target':>8}{'to_json s':>11}  "
-          f"matching")
+    print(f"{'graphs':<12}{'load':>6}{'nodes A':>9}{'nodes B':>9}{'diff s':>9}{'cpu s':>8}{'target':>8}"
+          f"{'floor s':>9}{'f cpu':>7}{'xfloor':>8}{'xcpu':>6}{'rss MB':>8}{'+MB':>7}{'to_json s':>11}  matching")
+    times: Dict[str, List[Tuple[int, float, float, float, float]]] = {}
     for n in args.sizes:
-        target = 1.0 if n <= 10_000 else 10.0
-        for name, make in (("chain", chain_pair), ("transformer", transformer_pair), ("random DAG", random_pair)):
-            a, b = make(n)
-            secs, cpu, d = timed(lambda a=a, b=b: gw.diff(a, b), args.repeat)
-            js, _, _ = timed(d.to_json, 1)
+        target = 1.0 if n <= 10_000 else 10.0 if n <= 100_000 else 20.0 if n >= 1_000_000 else None
+        for name in args.kinds:
+            a, b = PAIRS[name](n)
+            load = os.getloadavg()[0]
+            flo, fcpu = timed(lambda a=a, b=b: floor_match(a, b), args.repeat)[:2]
+            secs, cpu, d, rss, grew = timed(lambda a=a, b=b: gw.diff(a, b), args.repeat)
+            flo2, fcpu2 = timed(lambda a=a, b=b: floor_match(a, b), args.repeat)[:2]  # before and after: the load
+            flo, fcpu = min(flo, flo2), min(fcpu, fcpu2)
+            js = timed(d.to_json, 1)[0]
             how = Counter(d._phases.values())
-            if name == "random DAG":
-                wrong = sum(a.node(x)["code"] != b.node(y)["code"] for x, y in d.matched)
-                how["WRONG PAIRS"] = wrong
+            if name == "random":
+                how["WRONG PAIRS"] = sum(a.node(x)["code"] != b.node(y)["code"] for x, y in d.matched)
             desc = (f"{len(d.matched)} matched ({len(d.changed)} changed), -{len(d.removed)} +{len(d.added)}; "
                     + ", ".join(f"{k} {v}" for k, v in sorted(how.items())))
-            ok = "ok" if secs <= target else "SLOW"
-            print(f"{name:<14}{len(a):>9}{len(b):>9}{secs:>9.3f}{cpu:>8.3f}{target:>6.0f} {ok:<4}{js:>8.3f}  "
-                  f"{desc}", flush=True)
+            ok = "" if target is None else "ok" if secs <= target else "SLOW"
+            goal = "" if target is None else f"{target:.0f}"
+            print(f"{LABELS[name]:<12}{load:>6.1f}{len(a):>9}{len(b):>9}{secs:>9.3f}{cpu:>8.3f}{goal:>4} {ok:<4}"
+                  f"{flo:>8.3f}{fcpu:>7.3f}{secs / flo:>8.1f}{cpu / fcpu:>6.1f}{rss:>8}{grew:>7}{js:>11.3f}  {desc}",
+                  flush=True)
+            times.setdefault(name, []).append((len(a), secs, cpu, secs / flo, cpu / fcpu))
+            del a, b, d
+    for name, rows in times.items():  # near-linear: time and its ratio to the floor as the graphs grow
+        for (n0, s0, c0, f0, x0), (n1, s1, c1, f1, x1) in zip(rows, rows[1:]):
+            print(f"{LABELS[name]}: {n1 / n0:.1f}x the nodes, {s1 / s0:.1f}x the time ({c1 / c0:.1f}x the CPU time), "
+                  f"xfloor {f0:.1f} -> {f1:.1f} (CPU {x0:.1f} -> {x1:.1f})")
+    print(f"load average after: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+PAIRS: Dict[str, Callable[[int], Tuple[GradGraph, GradGraph]]] = {
+    "chain": chain_pair, "transformer": transformer_pair, "random": random_pair}
+LABELS = {"chain": "chain", "transformer": "transformer", "random": "random DAG"}
 
 
 if __name__ == "__main__":

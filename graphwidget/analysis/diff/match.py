@@ -25,12 +25,14 @@
 
 Everything is deterministic: hashes are interned to small integers in a table shared by both graphs (no Python
 ``hash()``, which is salted per process), and every choice is ordered by node positions. Time and memory are linear
-in nodes + edges per round, apart from the bounded chain alignment and the fan-out cap (:data:`FANOUT_CAP`); the
-rounds after the first touch only the unmatched part. Torch-free: works on graphs read back with ``load_json``.
+in nodes + edges for indexing and the first hashes, apart from the bounded chain alignment and the fan-out cap
+(:data:`FANOUT_CAP`); each later round costs the unmatched part and its matched neighbours, never a scan of the
+whole graph (:class:`_Rounds`). Torch-free: works on graphs read back with ``load_json``.
 """
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..._util.gc import gc_paused
@@ -51,15 +53,17 @@ _RETRIES = 4
 
 PHASES = ("anchor", "hash-up", "hash-down", "chain", "dice")
 
+_Sig = Tuple[Tuple[int, int], ...]  # a node's inputs' (slot, output), in slot order
+
 
 class _Side:
     """One graph as arrays indexed by position (node ids sorted): what the phases read, built in one pass. Facts
-    only the extension needs (neighbour sets, names, source lines) are read lazily from the node records."""
+    only the extension needs (neighbour sets, names, source lines, where a node's output goes) are read lazily."""
 
-    __slots__ = ("ids", "n", "recs", "op", "shape", "preds", "ups", "downs", "succs", "_nbrs", "roots", "order",
-                 "_by_op")
+    __slots__ = ("ids", "n", "recs", "op", "shape", "label", "pin", "sig", "ups", "downs", "leaves", "leaf_names",
+                 "_succs", "_nbrs", "roots", "order", "rank", "_by_op")
 
-    def __init__(self, graph: "GradGraph") -> None:
+    def __init__(self, graph: "GradGraph", labels: Dict[Any, int]) -> None:
         node, _, pred = adjacency(graph.nx)
         ids = list(node)
         n = len(ids)
@@ -71,51 +75,131 @@ class _Side:
         recs = self.recs = [node[i] for i in ids]
         op: List[str] = []
         shape: List[Tuple[Any, ...]] = []
-        preds: List[List[Tuple[int, int, int]]] = []  # (slot, output, pred position), by slot
-        ups: List[List[int]] = []  # distinct pred positions
+        # A node's inputs are two tuples, in slot order: `pin`, the input positions, and `sig`, the (slot, output)
+        # of each, interned (a handful of distinct ones): one small object per node rather than a tuple per edge.
+        pin: List[Tuple[int, ...]] = []
+        sig: List[Tuple[Tuple[int, int], ...]] = []
+        ups: List[Tuple[int, ...]] = []  # distinct pred positions, in the graph's order
         downs: List[List[int]] = [[] for _ in range(n)]  # distinct consumer positions
-        succs: List[List[Tuple[int, int]]] = [[] for _ in range(n)]  # (slot it feeds, consumer position)
-        add_op, add_shape, add_preds, add_ups = op.append, shape.append, preds.append, ups.append
+        label: List[int] = []  # interned (op, shapes, sig) -- or a leaf's name -- shared by both sides
+        leaves: List[int] = []  # AccumulateGrad nodes without inputs, and their names
+        leaf_names: List[Optional[str]] = []
+        sigs: Dict[_Sig, _Sig] = {}  # interned signatures
+        single: Dict[Tuple[int, int], _Sig] = {}  # one input's (slot, output) -> its interned signature
+        # (slot, output) of each edge record in the graph's order -> the signature in slot order and the permutation
+        # to it (None: already in order), or (None, None) when two records share a slot (the general path sorts)
+        orders: Dict[_Sig, Tuple[Optional[_Sig], Optional[Tuple[int, ...]]]] = {}
+        add_op, add_shape, add_pin, add_sig, add_ups, add_label = (op.append, shape.append, pin.append, sig.append,
+                                                                 ups.append, label.append)
+        intern = labels.setdefault
         for k, d in enumerate(recs):
-            add_op(d.get("op") or "?")
+            o = d.get("op") or "?"
+            add_op(o)
             outs = d.get("outputs")
             if not outs:
-                add_shape(())
+                sh: Tuple[Any, ...] = ()
             elif len(outs) == 1:
-                o = outs[0]
-                sh = o.get("shape") if isinstance(o, dict) else None
-                add_shape((tuple(sh),) if isinstance(sh, list) else (None,))
+                x = outs[0]
+                t = x.get("shape") if isinstance(x, dict) else None
+                sh = (tuple(t),) if isinstance(t, list) else (None,)
             else:
-                add_shape(tuple(_shape(o) for o in outs))
+                sh = tuple(_shape(x) for x in outs)
+            add_shape(sh)
             pd = pred[ids[k]]
             if not pd:
-                add_preds([])
-                add_ups([])
+                add_pin(())
+                add_sig(())
+                add_ups(())
+                t = d.get("tensor")
+                name = t.get("name") if isinstance(t, dict) else None
+                if o == "AccumulateGrad":
+                    leaves.append(k)
+                    leaf_names.append(name)
+                add_label(intern((o, sh, name), len(labels)))
                 continue
+            if len(pd) == 1:  # most nodes: one input, one edge record
+                ((u, e),) = pd.items()
+                p = u if identity else pos[u]
+                downs[p].append(k)
+                up = (p,)
+                if not e.get("also"):
+                    add_ups(up)
+                    add_pin(up)
+                    one = (e.get("slot") or 0, e.get("output") or 0)
+                    g1 = single.get(one)
+                    if g1 is None:
+                        g1 = single[one] = sigs.setdefault((one,), (one,))
+                    add_sig(g1)
+                    add_label(intern((o, sh, g1), len(labels)))
+                    continue
+            else:
+                up = tuple(pd) if identity else tuple([pos[u] for u in pd])
+                for p in up:
+                    downs[p].append(k)
+                slots: List[Tuple[int, int]] = []
+                for e in pd.values():
+                    if e.get("also"):
+                        break
+                    slots.append((e.get("slot") or 0, e.get("output") or 0))
+                else:  # one record per input (the usual case): the signature and its order are known per pattern
+                    key: _Sig = tuple(slots)
+                    got = orders.get(key)
+                    if got is None:
+                        got = orders[key] = _in_slot_order(key, sigs)
+                    g, perm = got
+                    if g is not None:
+                        add_ups(up)
+                        add_pin(up if perm is None else tuple([up[i] for i in perm]))
+                        add_sig(g)
+                        add_label(intern((o, sh, g), len(labels)))
+                        continue
             plist: List[Tuple[int, int, int]] = []
-            up: List[int] = []
             for u, e in pd.items():
                 p = u if identity else pos[u]
-                up.append(p)
-                downs[p].append(k)
                 plist.append((e.get("slot") or 0, e.get("output") or 0, p))
                 also = e.get("also")
                 if also:
                     plist.extend((x.get("slot") or 0, x.get("output") or 0, p) for x in also if isinstance(x, dict))
-            if len(plist) > 1:
-                plist.sort()
-            add_preds(plist)
+            plist.sort()
+            key = tuple([(a, b) for a, b, _ in plist])
             add_ups(up)
-            for slot, _, p in plist:
-                succs[p].append((slot, k))
-        self.op, self.shape, self.preds, self.ups, self.downs, self.succs = op, shape, preds, ups, downs, succs
+            add_pin(tuple([c for _, _, c in plist]))
+            gk = sigs.setdefault(key, key)
+            add_sig(gk)
+            add_label(intern((o, sh, gk), len(labels)))
+        self.leaves, self.leaf_names = leaves, leaf_names
+        self.op, self.shape, self.label, self.pin, self.sig = op, shape, label, pin, sig
+        self.ups, self.downs = ups, downs
+        self._succs: Dict[int, Tuple[Tuple[int, int], ...]] = {}
         self._nbrs: List[Optional[Tuple[int, ...]]] = [None] * n
         roots = graph.meta.get("roots") or []
-        have = set(ids)
-        self.roots = ([r if identity else pos[r] for r in roots if r in have]
-                      or [k for k in range(n) if not downs[k]])
+        if identity:
+            found = [r for r in roots if type(r) is int and 0 <= r < n]
+        else:
+            found = [pos[r] for r in roots if r in pos]
+        self.roots = found or [k for k in range(n) if not downs[k]]
         self.order = _topological(ups, downs, n)
+        rank = [0] * n  # position in the inputs-first order
+        for r, k in enumerate(self.order):
+            rank[k] = r
+        self.rank = rank
         self._by_op: Dict[int, Dict[str, List[int]]] = {}
+
+    def succs(self, k: int) -> Tuple[Tuple[int, int], ...]:
+        """``(slot it feeds, consumer position)`` for every use of ``k``'s output (cached: only the unmatched part
+        and the matched pairs next to it ask)."""
+        v = self._succs.get(k)
+        if v is None:
+            pin, sig = self.pin, self.sig
+            out = []
+            for c in self.downs[k]:
+                pc = pin[c]
+                if len(pc) == 1:
+                    out.append((sig[c][0][0], c))
+                else:
+                    out.extend((sc[0], c) for sc, p in zip(sig[c], pc) if p == k)
+            v = self._succs[k] = tuple(out)
+        return v
 
     def nbrs(self, k: int) -> Tuple[int, ...]:
         """Distinct neighbours of ``k`` (inputs, then consumers)."""
@@ -155,13 +239,23 @@ class _Side:
         return table.get(op, [])
 
 
+def _in_slot_order(key: _Sig, sigs: Dict[_Sig, _Sig]) -> Tuple[Optional[_Sig], Optional[Tuple[int, ...]]]:
+    """For edge records with these (slot, output) in the graph's order: the interned signature in slot order and
+    the permutation that sorts the inputs (None when already sorted); (None, None) when two records tie."""
+    if len(set(key)) != len(key):
+        return None, None
+    perm = sorted(range(len(key)), key=key.__getitem__)
+    g = tuple([key[i] for i in perm])
+    return sigs.setdefault(g, g), (None if perm == list(range(len(key))) else tuple(perm))
+
+
 def _shape(o: Any) -> Optional[Tuple[int, ...]]:
     if isinstance(o, dict) and isinstance(o.get("shape"), list):
         return tuple(o["shape"])
     return None
 
 
-def _topological(ups: List[List[int]], downs: List[List[int]], n: int) -> List[int]:
+def _topological(ups: List[Tuple[int, ...]], downs: List[List[int]], n: int) -> List[int]:
     """Positions inputs-first (Kahn; ties by position, so the order is deterministic)."""
     indeg = [len(u) for u in ups]
     ready = [k for k in range(n - 1, -1, -1) if not indeg[k]]
@@ -215,15 +309,26 @@ class Matching:
 def match(graph_a: "GradGraph", graph_b: "GradGraph") -> Matching:
     """Match the nodes of two graphs (see the module docstring and ``docs/diff.md``)."""
     with gc_paused():
-        A, B = _Side(graph_a), _Side(graph_b)
+        labels: Dict[Any, int] = {}
+        A, B = _Side(graph_a, labels), _Side(graph_b, labels)
+        del labels
         m = Matching(A, B)
         _anchor_roots(m)
         _anchor_leaves(m)
-        height, depth = _ranks(A)
         table: Dict[Any, int] = {}
-        _identical(m, _hash_up(A, table), _hash_up(B, table), height, "hash-up", _spread_up, "up")
-        _extend(m, height, depth)
+        ha, hb = _hash_up(A, table), _hash_up(B, table)
+        del table
+        _identical(m, ha, hb, _free(m.ab), _free(m.ba), True, "hash-up", _spread_up, "up")
+        del ha, hb
+        _extend(m)
     return m
+
+
+def _free(matched: List[int], among: Optional[List[int]] = None) -> List[int]:
+    """The unmatched positions (of ``among``, in its order; default all), ascending."""
+    if among is None:
+        return [k for k, x in enumerate(matched) if x < 0]
+    return [k for k in among if matched[k] < 0]
 
 
 # -- 1. anchors ---------------------------------------------------------------------------------------------------
@@ -247,14 +352,10 @@ def _anchor_roots(m: Matching) -> None:
             m.add(a, b, "anchor")
 
 
-def _leaves(side: _Side) -> List[int]:
-    return [k for k in range(side.n) if not side.ups[k] and side.op[k] == "AccumulateGrad"]
-
-
 def _anchor_leaves(m: Matching) -> None:
     A, B = m.A, m.B
-    la, lb = _leaves(A), _leaves(B)
-    name_a, name_b = {k: A.name(k) for k in la}, {k: B.name(k) for k in lb}
+    la, lb = A.leaves, B.leaves
+    name_a, name_b = dict(zip(la, A.leaf_names)), dict(zip(lb, B.leaf_names))
     named_b: Dict[str, List[int]] = {}
     for k in lb:
         nb = name_b[k]
@@ -286,81 +387,70 @@ def _anchor_leaves(m: Matching) -> None:
 
 
 # -- 2. identical sub-DAGs ----------------------------------------------------------------------------------------
-def _hash_up(side: _Side, table: Dict[Any, int], anchor: Optional[List[int]] = None) -> List[int]:
-    """Interned hash of each node's input sub-DAG (op, shapes, inputs' hashes by slot; leaves add their name).
-
-    With ``anchor`` (``anchor[k]``: the pair number of a matched node, the same on both sides; -1 when unmatched) a
-    matched node hashes to ``-1 - anchor[k]`` and only the unmatched nodes are hashed: after the first phases that is
-    a small part of the graph."""
-    op, shape, preds = side.op, side.shape, side.preds
+def _hash_up(side: _Side, table: Dict[Any, int]) -> List[int]:
+    """Interned hash of each node's input sub-DAG (op, shapes, inputs' hashes by slot; leaves add their name): the
+    node's label (op, shapes and its slots, interned once) followed by its inputs' hashes."""
+    label, pin = side.label, side.pin
     intern = table.setdefault
-    if anchor is None:
-        h = [0] * side.n
-        order = side.order
-    else:
-        h = [-1 - x for x in anchor]
-        order = [k for k in side.order if anchor[k] < 0]
-    for k in order:
-        pl = preds[k]
-        if pl:
-            key: Any = (op[k], shape[k], tuple([(s, o, h[p]) for s, o, p in pl]))
+    h = [0] * side.n
+    for k in side.order:
+        pk = pin[k]
+        if len(pk) == 1:
+            key: Tuple[int, ...] = (label[k], h[pk[0]])
+        elif not pk:
+            key = (label[k],)
         else:
-            key = (op[k], shape[k], side.name(k))
+            key = (label[k], *[h[p] for p in pk])
         h[k] = intern(key, len(table))
     return h
 
 
-def _hash_down(side: _Side, table: Dict[Any, int], anchor: Optional[List[int]] = None) -> List[int]:
-    """Interned hash of where each node's output goes (op, shapes, consumers' hashes with the slots fed); ``anchor``
-    as in :func:`_hash_up`."""
-    op, shape, succs = side.op, side.shape, side.succs
+def _anchored_up(side: _Side, table: Dict[Any, int], h: List[int], free: List[int]) -> None:
+    """:func:`_hash_up` of the unmatched nodes ``free`` into ``h``, where every matched node already holds its
+    anchor (``-1 - pair number``, the same on both sides): only the unmatched part is hashed."""
+    label, pin, rank = side.label, side.pin, side.rank
     intern = table.setdefault
-    if anchor is None:
-        h = [0] * side.n
-        order = side.order[::-1]
-    else:
-        h = [-1 - x for x in anchor]
-        order = [k for k in reversed(side.order) if anchor[k] < 0]
-    for k in order:
-        sc = succs[k]
+    for k in sorted(free, key=rank.__getitem__):  # inputs first
+        pk = pin[k]
+        if len(pk) == 1:
+            key: Tuple[int, ...] = (label[k], h[pk[0]])
+        elif not pk:
+            key = (label[k],)
+        else:
+            key = (label[k], *[h[p] for p in pk])
+        h[k] = intern(key, len(table))
+
+
+def _anchored_down(side: _Side, table: Dict[Any, int], h: List[int], free: List[int]) -> None:
+    """Interned hash of where each unmatched node's output goes (op, shapes, consumers' hashes with the slots fed),
+    into ``h`` as in :func:`_anchored_up`."""
+    op, shape, rank, succs = side.op, side.shape, side.rank, side.succs
+    intern = table.setdefault
+    for k in sorted(free, key=rank.__getitem__, reverse=True):  # consumers first
+        sc = succs(k)
         key = (op[k], shape[k], tuple(sorted([(s, h[c]) for s, c in sc])) if len(sc) > 1 else
                ((sc[0][0], h[sc[0][1]]),) if sc else ())
         h[k] = intern(key, len(table))
-    return h
 
 
-def _ranks(side: _Side) -> Tuple[List[int], List[int]]:
-    """Sizes to order unique pairs by, largest first: for input sub-DAGs, the position in inputs-first order (a node
-    comes after everything flowing into it); for consumer cones, the position in the reverse order."""
-    up = [0] * side.n
-    for r, k in enumerate(side.order):
-        up[k] = r
-    down = [side.n - 1 - r for r in up]
-    return up, down
-
-
-def _identical(m: Matching, ha: List[int], hb: List[int], size: List[int], how: str, spread: Any,
-               direction: str) -> None:
-    """Match the unmatched pairs whose hash is unique in both graphs (largest first) and spread each match along
-    its identical sub-DAG; then spread from the matched nodes next to unmatched ones (in ``direction``: ``"up"``
-    = towards their inputs, ``"down"`` = towards their consumers), which pairs up identical but non-unique
-    neighbours by their place."""
+def _identical(m: Matching, ha: List[int], hb: List[int], free_a: List[int], free_b: List[int], up: bool,
+               how: str, spread: Any, direction: str) -> None:
+    """Match the unmatched pairs (``free_*``: the unmatched positions) whose hash is unique in both graphs, largest
+    first (``up``: the largest input sub-DAG, i.e. the latest in A's inputs-first order; else the largest consumer
+    cone, the earliest), and spread each match along its identical sub-DAG; then spread from the matched nodes next
+    to unmatched ones (in ``direction``: ``"up"`` = towards their inputs, ``"down"`` = towards their consumers),
+    which pairs up identical but non-unique neighbours by their place."""
     A, ab, ba = m.A, m.ab, m.ba
-    free_a = [k for k, b in enumerate(ab) if b < 0]
-    cls_a: Dict[int, List[int]] = {}
-    for k in free_a:
-        cls_a.setdefault(ha[k], []).append(k)
-    cls_b: Dict[int, List[int]] = {}
-    for k in [k for k, a in enumerate(ba) if a < 0]:
-        cls_b.setdefault(hb[k], []).append(k)
-    unique = []
-    for h, ks in cls_a.items():
-        if len(ks) == 1:
-            other = cls_b.get(h)
-            if other is not None and len(other) == 1:
-                unique.append((-size[ks[0]], ks[0], other[0]))
-    unique.sort()
-    for _, a, b in unique:
+    hs_a = list(map(ha.__getitem__, free_a))
+    hs_b = list(map(hb.__getitem__, free_b))
+    count_a, count_b = Counter(hs_a), Counter(hs_b)
+    at_a, at_b = dict(zip(hs_a, free_a)), dict(zip(hs_b, free_b))  # a unique hash's only node
+    del hs_a, hs_b
+    get_b = count_b.get
+    partner = {at_a[h]: at_b[h] for h, c in count_a.items() if c == 1 and get_b(h) == 1}
+    del count_a, count_b, at_a, at_b
+    for a in sorted(partner, key=A.rank.__getitem__, reverse=up):
+        b = partner[a]
         if ab[a] < 0 and ba[b] < 0:
             m.add(a, b, how)
             spread(m, ha, hb, a, b, how)
@@ -374,15 +464,15 @@ def _identical(m: Matching, ha: List[int], hb: List[int], size: List[int], how: 
 def _spread_up(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how: str) -> None:
     """Two nodes with the same input hash have the same inputs, slot by slot: match them too."""
     stack = [(a, b)]
-    A, B = m.A, m.B
+    pa, pb, ab, ba, add = m.A.pin, m.B.pin, m.ab, m.ba, m.add
     while stack:
         x, y = stack.pop()
-        px, py = A.preds[x], B.preds[y]
+        px, py = pa[x], pb[y]
         if len(px) != len(py):
             continue
-        for (_, _, u), (_, _, v) in zip(px, py):
-            if m.ab[u] < 0 and m.ba[v] < 0 and ha[u] == hb[v]:
-                m.add(u, v, how)
+        for u, v in zip(px, py):
+            if ab[u] < 0 and ba[v] < 0 and ha[u] == hb[v]:
+                add(u, v, how)
                 stack.append((u, v))
 
 
@@ -392,8 +482,8 @@ def _spread_down(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how:
     A, B = m.A, m.B
     while stack:
         x, y = stack.pop()
-        cx = sorted((s, ha[c], c) for s, c in A.succs[x])
-        cy = sorted((s, hb[c], c) for s, c in B.succs[y])
+        cx = sorted([(s, ha[c], c) for s, c in A.succs(x)])
+        cy = sorted([(s, hb[c], c) for s, c in B.succs(y)])
         if len(cx) != len(cy):
             continue
         for (_, h1, u), (_, h2, v) in zip(cx, cy):
@@ -403,33 +493,69 @@ def _spread_down(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how:
 
 
 # -- 3. extension -------------------------------------------------------------------------------------------------
-def _anchored_hashes(m: Matching, height: List[int], depth: List[int]) -> None:
+class _Rounds:
+    """What the extension's rounds share, so that a round costs what is still unmatched, not the whole graph: the
+    unmatched positions of each side (filtered, never rebuilt from scratch) and each side's anchored hashes, where a
+    matched node holds its anchor, written once when it is matched (a round re-hashes only the unmatched nodes)."""
+
+    def __init__(self, m: Matching) -> None:
+        self.m = m
+        self.free_a, self.free_b = _free(m.ab), _free(m.ba)
+        ab, ba = m.ab, m.ba
+        anchor_a = [-1 - k if b >= 0 else 0 for k, b in enumerate(ab)]  # pair number: A's position
+        anchor_b = [-1 - a if a >= 0 else 0 for a in ba]
+        self.up_a, self.up_b = anchor_a, anchor_b
+        self.down_a, self.down_b = list(anchor_a), list(anchor_b)
+
+    def refresh(self) -> None:
+        """Drop the nodes matched since the last call from the unmatched lists and anchor them."""
+        m = self.m
+        ab = m.ab
+        up_a, up_b, down_a, down_b = self.up_a, self.up_b, self.down_a, self.down_b
+        still: List[int] = []
+        keep = still.append
+        for a in self.free_a:
+            b = ab[a]
+            if b < 0:
+                keep(a)
+            else:
+                up_a[a] = down_a[a] = up_b[b] = down_b[b] = -1 - a
+        self.free_a = still
+        self.free_b = _free(m.ba, self.free_b)
+
+
+def _anchored_hashes(m: Matching, r: _Rounds) -> None:
     """Phase 2 again with every matched pair as an anchor: a node's hash then describes its place relative to the
     nearest matched nodes, so an edit near the root (or a leaf) no longer changes every hash behind it."""
     A, B = m.A, m.B
-    for how, hasher, size, spread, direction in (("hash-down", _hash_down, depth, _spread_down, "down"),
-                                                 ("hash-up", _hash_up, height, _spread_up, "up")):
+    for how, hasher, spread, direction in (("hash-down", _anchored_down, _spread_down, "down"),
+                                           ("hash-up", _anchored_up, _spread_up, "up")):
+        r.refresh()
+        ha, hb = (r.down_a, r.down_b) if how == "hash-down" else (r.up_a, r.up_b)
         table: Dict[Any, int] = {}
-        anchor_a = [k if b >= 0 else -1 for k, b in enumerate(m.ab)]
-        _identical(m, hasher(A, table, anchor_a), hasher(B, table, m.ba), size, how, spread, direction)
+        hasher(A, table, ha, r.free_a)
+        hasher(B, table, hb, r.free_b)
+        _identical(m, ha, hb, r.free_a, r.free_b, how == "hash-up", how, spread, direction)
 
 
-def _extend(m: Matching, height: List[int], depth: List[int], max_rounds: int = 16) -> None:
+def _extend(m: Matching, max_rounds: int = 16) -> None:
     """Anchored hashes and chains while they find pairs (cheap, linear); Dice when they stall; until nothing
     changes."""
-    rank = depth  # consumers first: a chain is aligned from its matched upper end
+    r = _Rounds(m)
     for _ in range(max_rounds):
         before = m.count
         if before == m.A.n or before == m.B.n:
             return
-        _anchored_hashes(m, height, depth)
+        _anchored_hashes(m, r)
         for _ in range(max_rounds):
             n0 = m.count
-            _chains(m, rank)
+            r.refresh()
+            _chains(m, r.free_a)
             if m.count == n0:
                 break
         if m.count == before:
-            _dice(m)
+            r.refresh()
+            _dice(m, r.free_a)
             if m.count == before or m.count == m.A.n or m.count == m.B.n:
                 return
 
@@ -448,14 +574,17 @@ def _walk_up(side: _Side, matched: List[int], start: int) -> Tuple[List[int], in
     return chain, v
 
 
-def _chains(m: Matching, rank: List[int]) -> None:
+def _chains(m: Matching, free_a: List[int]) -> None:
+    """Below each matched pair, align the unmatched chains that the same input slot leads to (``free_a``: A's
+    unmatched positions)."""
     A, B, ab, ba = m.A, m.B, m.ab, m.ba
-    # only matched consumers of unmatched nodes can start a chain
-    starts = {c for a, b in enumerate(ab) if b < 0 for c in A.downs[a] if ab[c] >= 0}
-    for x in sorted(starts, key=rank.__getitem__):
+    # only matched consumers of unmatched nodes can start a chain; consumers first: a chain is aligned from its
+    # matched upper end
+    starts = {c for a in free_a for c in A.downs[a] if ab[c] >= 0}
+    for x in sorted(starts, key=A.rank.__getitem__, reverse=True):
         y = ab[x]
-        slots_b = {s: p for s, _, p in B.preds[y]}
-        for s, _, p in A.preds[x]:
+        slots_b = {s: p for (s, _), p in zip(B.sig[y], B.pin[y])}
+        for (s, _), p in zip(A.sig[x], A.pin[x]):
             q = slots_b.get(s)
             if q is None or ab[p] >= 0 or ba[q] >= 0:
                 continue
@@ -531,8 +660,9 @@ def _lcs(ca: Sequence[int], cb: Sequence[int], A: _Side, B: _Side) -> List[Tuple
     return out
 
 
-def _dice(m: Matching) -> None:
-    """Greedy best-first matching of unmatched nodes next to matched ones by the Dice score of their neighbours."""
+def _dice(m: Matching, free_a: List[int]) -> None:
+    """Greedy best-first matching of unmatched nodes next to matched ones by the Dice score of their neighbours
+    (``free_a``: A's unmatched positions, ascending)."""
     A, B, ab, ba = m.A, m.B, m.ab, m.ba
     heap: List[Tuple[Any, ...]] = []
     retries: Dict[int, int] = {}
@@ -577,7 +707,7 @@ def _dice(m: Matching) -> None:
             if score >= MIN_DICE:
                 heapq.heappush(heap, (-score, same_place(a, b), A.seq(a), B.seq(b), a, b))
 
-    for a in [a for a, b in enumerate(ab) if b < 0]:
+    for a in free_a:
         if any(ab[nb] >= 0 for nb in A.nbrs(a)):
             push(a)
     while heap:

@@ -114,8 +114,8 @@ def _decode(data: bytes, who: str) -> str:
 
 def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
     """Parse JSON text (a str, or UTF-8 bytes, gzip-compressed or not) with clear errors, all
-    :class:`~graphwidget.SchemaError` (a ``ValueError``): not UTF-8; not JSON; NaN or Infinity, and where; a number too long to read; nesting so deep the
-    parser gives up, and where."""
+    :class:`~graphwidget.SchemaError` (a ``ValueError``): not UTF-8; not JSON; NaN or Infinity, and where; a number
+    too long to read; nesting so deep the parser gives up, and where."""
     if isinstance(text, (bytes, bytearray)):
         if text[:2] == b"\x1f\x8b":  # gzip (a .json.gz file's bytes)
             try:

@@ -51,9 +51,8 @@ def encode_column(values: List[Any]) -> Any:
         return {"const": values[0]}
     if len(distinct) * 2 <= n:
         pos = {k: i for i, k in enumerate(distinct)}
-        index = list(map(pos.__getitem__, keys))
-        table = list({i: v for i, v in zip(index, values)}.values())
-        return {"table": table, "index": index}
+        one = dict(zip(keys, values))  # a value per key (values with one key write the same JSON)
+        return {"table": [one[k] for k in distinct], "index": list(map(pos.__getitem__, keys))}
     if types == {int} and n > 1:
         return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
     return values

@@ -13,8 +13,9 @@ from __future__ import annotations
 import gzip
 import json
 from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .._util.gc import gc_paused
 from . import schema
@@ -77,15 +78,23 @@ def _columns(graph: "GradGraph") -> Tuple[Dict[str, Any], Dict[str, Any]]:
     attrs = list(node.values())
     nodes: Dict[str, Any] = {"count": len(attrs), "id": encode_column(list(node))}
     for k in schema.node_keys(graph.meta):
-        nodes[k] = encode_column(list(map(dict.get, attrs, repeat(k))))
+        nodes[k] = encode_column(_field(attrs, k))
     # in the order networkx iterates them (by source, then target): the order the reader rebuilds
     src = list(chain.from_iterable(map(repeat, succ, map(len, succ.values()))))
     tgt = list(chain.from_iterable(succ.values()))
     eattrs = list(chain.from_iterable(map(dict.values, succ.values())))
     edges: Dict[str, Any] = {"count": len(src), "source": encode_column(src), "target": encode_column(tgt)}
     for k in schema.EDGE_KEYS:
-        edges[k] = encode_column(list(map(dict.get, eattrs, repeat(k))))
+        edges[k] = encode_column(_field(eattrs, k))
     return nodes, edges
+
+
+def _field(records: List[Dict[str, Any]], key: str) -> List[Any]:
+    """``record.get(key)`` of every record (an absent key is null)."""
+    try:
+        return list(map(itemgetter(key), records))
+    except KeyError:
+        return [d.get(key) for d in records]
 
 
 def iter_json(graph: "GradGraph") -> Iterator[str]:

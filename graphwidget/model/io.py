@@ -230,7 +230,7 @@ def _graph(g: Any, meta: Dict[str, Any], data: Dict[str, Any]) -> GradGraph:
 
 def _from_columns(data: Dict[str, Any], who: str) -> GradGraph:
     """Version 2: validate and decode the columns, then build every node's and edge's attribute dict from them in
-    bulk (rows zipped with the keys) and the graph from those in one call."""
+    bulk (:func:`_rows`) and the networkx graph from those in one call (:func:`digraph_from_columns`)."""
     ids, cols, src, tgt, ecols, extra = columns.decode(data)
     if extra:
         _dropped(who, extra)

@@ -19,7 +19,7 @@ from ._version import __version__
 from .model import GradGraph, SchemaError
 
 __all__ = [
-    "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "SchemaError", "diff", "compare",
+    "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "load", "SchemaError", "diff", "compare",
     "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "load_ranks", "GraphWidget", "DiffWidget", "export_html",
     "examples", "load_ipython_extension", "advise", "with_checkpoint",
 ]
@@ -91,6 +91,16 @@ def load_json(text: Any) -> Any:
             from .analysis.diff.multi import MultiDiff
             return MultiDiff.from_dict(data)
         return io.graph_from_parsed(data)
+
+
+def load(path: Any) -> Any:
+    """Read a file :meth:`GradGraph.save` (or any ``to_json()``) wrote: a graph, a diff or an N-way comparison, like
+    :func:`load_json`; a ``.gz`` file (``g.json.gz``) is gzip-compressed. Works without torch.
+
+    >>> g.save("g.json.gz"); g2 = gw.load("g.json.gz")        # doctest: +SKIP
+    """
+    from .model.io import read_file
+    return load_json(read_file(path))
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -22,12 +22,15 @@ HOSTILE_LINK = '<a href="http://x">x</a>'
 
 
 def profiled_doc() -> Dict[str, Any]:
-    """A real profiled graph as parsed JSON: nodes with saved tensors, leaves, timing, sources and modules."""
+    """A real profiled graph as parsed JSON: nodes with saved tensors, leaves, timing, sources and modules. Written
+    in version 1 (one record per node and per edge, the old writer's path), which this release still reads and
+    validates: the tests below mutate single records; tests/test_format.py checks version 2 (columns) refuses the
+    same mutations with the same words."""
     torch.manual_seed(0)
     lin = torch.nn.Linear(3, 3)
     x = torch.randn(2, 3, requires_grad=True)
     g = gw.profile(lambda m, t: (m(t).exp() * t).sum(), lin, x, repeat=1, warmup=0)
-    return json.loads(g.to_json())
+    return json.loads(g.to_json(version=1))
 
 
 @pytest.fixture(scope="module")
@@ -298,7 +301,7 @@ def test_deep_nesting_is_a_clear_error(doc: Dict[str, Any], depth: int) -> None:
 def test_every_refusal_is_a_value_error_not_a_crash_later(doc: Dict[str, Any]) -> None:
     """What passes validation exports and re-serialises: a round trip of the loaded graph works."""
     g = gw.load_json(json.dumps(doc))
-    assert json.loads(g.to_json())["nodes"] == json.loads(json.dumps(doc))["nodes"]
+    assert json.loads(g.to_json(version=1))["nodes"] == json.loads(json.dumps(doc))["nodes"]
 
 
 # -- exported charts ------------------------------------------------------------------------------------------------
@@ -425,7 +428,7 @@ def test_nan_like_strings_are_strings(doc: Dict[str, Any], field: str, word: str
     n[field] = word
     g = gw.load_json(json.dumps(d))
     assert g.node(n["id"])[field] == word
-    assert json.loads(g.to_json())["nodes"][1][field] == word
+    assert json.loads(g.to_json(version=1))["nodes"][1][field] == word
 
 
 @pytest.mark.parametrize("field", ["fwd_ms", "bwd_ms", "saved_bytes", "seq", "saved.0.bytes", "tensor.bytes"])
@@ -472,7 +475,7 @@ def test_values_nested_within_the_limit_load_and_round_trip(doc: Dict[str, Any])
     d = copy.deepcopy(doc)
     d["nodes"][1]["attrs"] = {"deep": "@@"}
     g = gw.load_json(json.dumps(d).replace('"@@"', '{"a":[' * 30 + "1" + "]}" * 30))
-    assert json.loads(g.to_json())["nodes"][1]["attrs"] == json.loads(json.dumps(d).replace(
+    assert json.loads(g.to_json(version=1))["nodes"][1]["attrs"] == json.loads(json.dumps(d).replace(
         '"@@"', '{"a":[' * 30 + "1" + "]}" * 30))["nodes"][1]["attrs"]
 
 

@@ -123,13 +123,20 @@ class GradGraph:
         return summarise(self)
 
     # -- JSON ---------------------------------------------------------------------------------------------------
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON form as Python objects (see ``docs/schema.md``)."""
-        return writer.to_dict(self)
+    def to_dict(self, version: int = writer.schema.VERSION) -> Dict[str, Any]:
+        """The JSON form as Python objects (see ``docs/schema.md``): version 2 (columns) unless ``version=1`` (one
+        record per node and per edge)."""
+        return writer.to_dict(self, version)
 
-    def to_json(self, indent: Optional[int] = None) -> str:
-        """Serialise to the versioned JSON form; :func:`graphwidget.load_json` reads it back exactly."""
-        return writer.to_json(self, indent)
+    def to_json(self, indent: Optional[int] = None, version: int = writer.schema.VERSION) -> str:
+        """Serialise to the versioned JSON form (version 2, columns; ``version=1``: records);
+        :func:`graphwidget.load_json` reads either back exactly."""
+        return writer.to_json(self, indent, version=version)
+
+    def save(self, path: Any) -> Any:
+        """Write the JSON form to a file, piece by piece (never one string); ``.json.gz`` is gzip-compressed.
+        :func:`graphwidget.load` reads it back. Returns the path."""
+        return writer.save(self, path)
 
     # -- conveniences that delegate (imported lazily: capture must not pay for analyses or the front end) --------
     def widget(self, **kwargs: Any) -> Any:

@@ -5,19 +5,25 @@ untracks the parsed records from the cyclic GC; without it, the same graph is re
 """
 from __future__ import annotations
 
+import collections
+import gzip
+import itertools
 import json
+import operator
 import re
 import warnings
-from typing import Any, List, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Tuple
 
 from .._util.gc import gc_paused
-from . import schema
-from ._digraph import adjacency, build_digraph
+from . import columns, schema
+from ._digraph import adjacency, build_digraph, digraph_from_columns
 from .graph import GradGraph
 from .writer import register_accelerator, to_dict, to_json
 from .writer import registered_core as _core
 
-__all__ = ["load_json", "parse", "from_dict", "graph_from_parsed", "to_dict", "to_json", "register_accelerator"]
+__all__ = ["load_json", "read_file", "parse", "validate", "from_dict", "graph_from_parsed", "to_dict", "to_json",
+           "register_accelerator"]
 
 class _Constant:
     """What ``NaN`` / ``Infinity`` / ``-Infinity`` parse to: found afterwards, so the error can say where it is."""
@@ -107,10 +113,15 @@ def _decode(data: bytes, who: str) -> str:
 
 
 def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
-    """Parse JSON text (a str, or UTF-8 bytes) with clear errors, all :class:`~graphwidget.SchemaError` (a
-    ``ValueError``): not UTF-8; not JSON; NaN or Infinity, and where; a number too long to read; nesting so deep the
-    parser gives up, and where."""
+    """Parse JSON text (a str, or UTF-8 bytes, gzip-compressed or not) with clear errors, all
+    :class:`~graphwidget.SchemaError` (a ``ValueError``): not UTF-8; not JSON; NaN or Infinity, and where; a number
+    too long to read; nesting so deep the parser gives up, and where."""
     if isinstance(text, (bytes, bytearray)):
+        if text[:2] == b"\x1f\x8b":  # gzip (a .json.gz file's bytes)
+            try:
+                text = gzip.decompress(text)
+            except (OSError, EOFError) as exc:
+                raise schema.SchemaError(f"{who}: the bytes are gzip but not a complete gzip file ({exc}).") from None
         text = _decode(bytes(text), who)
     if not isinstance(text, str):
         raise TypeError(f"{who} expects the JSON text GradGraph.to_json() wrote (a str); got {type(text).__name__}.")
@@ -137,10 +148,22 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
     return doc
 
 
+def read_file(path: Any) -> bytes:
+    """A file's bytes, gunzipped when they are gzip (whatever the name) or the name ends in ``.gz``."""
+    p = Path(path)
+    data = p.read_bytes()
+    if data[:2] == b"\x1f\x8b" or p.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise schema.SchemaError(f"graphwidget.load: {p} is not a complete gzip file ({exc}).") from None
+    return data
+
+
 def load_json(text: Any) -> GradGraph:
     """Read a graph written by :meth:`GradGraph.to_json`.
 
-    The document is validated against the schema first (:func:`graphwidget.model.schema.validate`): a broken or
+    The document (version 2 or 1) is validated against the schema first (:func:`validate`): a broken or
     hostile file is refused with a ``ValueError`` naming the node and the field, never half-loaded.
     ``graphwidget.load_json`` reads diffs too.
 
@@ -160,24 +183,78 @@ def graph_from_parsed(data: Any, who: str = "graphwidget.load_json") -> GradGrap
     return g
 
 
+def validate(data: Any) -> Any:
+    """Check a parsed graph document of either version (2: columns, :mod:`.columns`; 1: records,
+    :func:`.schema.validate`) and return it; a broken one raises :class:`~graphwidget.SchemaError` naming the node
+    and the field."""
+    if schema.check_envelope(data) == 2:
+        columns.decode(data)
+        return data
+    return schema.validate(data)
+
+
 def from_dict(data: Any, who: str = "graphwidget.load_json") -> GradGraph:
-    """Build a :class:`GradGraph` from the JSON form already parsed into Python objects (validated first)."""
+    """Build a :class:`GradGraph` from the JSON form already parsed into Python objects (validated first), of
+    either version: 2 (columns) or 1 (records)."""
     try:
+        version = schema.check_envelope(data)
+        if version == 2:
+            return _from_columns(data, who)
         schema.validate(data)
     except schema.SchemaError as exc:
         raise schema.SchemaError(f"{who}: {exc}") from None
     nodes = data["nodes"]
     extra = schema.unknown_node_keys(nodes)
     if extra:
-        warnings.warn(f"{who}: dropped node keys this release does not know: {', '.join(extra)}.",
-                      UserWarning, stacklevel=3)
+        _dropped(who, extra)
     meta = dict(data.get("meta") or {})
     keys = schema.node_keys(meta)
     g = build_digraph(
         ((n["id"], {k: n.get(k) for k in keys}) for n in nodes),
         ((e["source"], e["target"], {k: e.get(k) for k in schema.EDGE_KEYS}) for e in data["edges"]))
+    return _graph(g, meta, data)
+
+
+def _dropped(who: str, keys: List[str]) -> None:
+    warnings.warn(f"{who}: dropped node keys this release does not know: {', '.join(keys)}.",
+                  UserWarning, stacklevel=4)
+
+
+def _graph(g: Any, meta: Dict[str, Any], data: Dict[str, Any]) -> GradGraph:
     graph = GradGraph(g, meta)
     findings = data.get("findings")
     if isinstance(findings, list):
         graph.findings = findings
     return graph
+
+
+def _from_columns(data: Dict[str, Any], who: str) -> GradGraph:
+    """Version 2: validate and decode the columns, then build every node's and edge's attribute dict from them in
+    bulk (:func:`_rows`) and the networkx graph from those in one call (:func:`digraph_from_columns`)."""
+    ids, cols, src, tgt, ecols, extra = columns.decode(data)
+    if extra:
+        _dropped(who, extra)
+    meta = dict(data.get("meta") or {})
+    n, m = len(ids), len(src)
+    node_attrs = _rows(schema.node_keys(meta), cols, n)
+    edge_attrs = _rows(schema.EDGE_KEYS, ecols, m)
+    return _graph(digraph_from_columns(ids, node_attrs, src, tgt, edge_attrs), meta, data)
+
+
+def _rows(keys: Tuple[str, ...], cols: Dict[str, columns.Column], n: int) -> List[Dict[str, Any]]:
+    """One dict per row, ``{key: column[row]}`` in ``keys`` order: a template holding the constant columns (an absent
+    column is null) copied per row, then each varying column stored into every row, all by the interpreter's own
+    loops (no Python frame per row)."""
+    template: Dict[str, Any] = {}
+    varying: List[Tuple[str, Iterable[Any]]] = []
+    for k in keys:
+        values, table, index = cols.get(k, (None, [None], None))
+        template[k] = table[0] if values is None and index is None and table else None
+        if values is not None:
+            varying.append((k, values))
+        elif index is not None and table is not None:
+            varying.append((k, map(table.__getitem__, index)))
+    rows = list(map(dict.copy, itertools.repeat(template, n)))
+    for k, it in varying:
+        collections.deque(map(operator.setitem, rows, itertools.repeat(k), it), maxlen=0)
+    return rows

@@ -23,7 +23,10 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 FORMAT = "graphwidget"
-VERSION = 1
+#: The version :meth:`GradGraph.to_json` writes: nodes and edges as columns (:mod:`.columns`, docs/schema.md).
+VERSION = 2
+#: The versions this release reads: 1 (one record per node and per edge) and 2.
+READ_VERSIONS = (1, 2)
 DIFF_FORMAT = "graphwidget-diff"
 DIFF_VERSION = 1
 NWAY_FORMAT = "graphwidget-nway"
@@ -454,7 +457,8 @@ def _check_meta(meta: Dict[str, Any]) -> None:
 
 
 def validate(doc: Any) -> Dict[str, Any]:
-    """Check a parsed graph document against this schema and return it.
+    """Check a parsed version 1 graph document (records) against this schema and return it; version 2 (columns) is
+    checked by :func:`graphwidget.model.io.validate` (:mod:`.columns`), which reads both.
 
     Raises :class:`SchemaError` (a ``ValueError``) naming the node and the field, and what to write instead, for: a
     wrong ``format`` or an unsupported ``version``, nodes without ``op``, any field whose type is not the one
@@ -462,21 +466,37 @@ def validate(doc: Any) -> Dict[str, Any]:
     leaf tensors, outputs, edges and ``meta``), integers past 2**53 - 1 where the viewer needs them exact, NaN or
     infinite numbers, duplicate ids, edges to unknown nodes, self-loops, cycles and absurd nesting.
     """
+    if check_envelope(doc) != 1:
+        raise SchemaError("a version 2 graph document (columns) is checked by graphwidget.model.io.validate, which "
+                          "reads every version.")
+    _validate_records(doc)
+    return doc
+
+
+def check_envelope(doc: Any) -> int:
+    """Check a graph document's ``format``, ``version`` and ``meta`` (what every version shares); return the
+    version."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         hint = " (a diff: use graphwidget.load_json, which reads both)" if got == DIFF_FORMAT else ""
         raise SchemaError(f"not a graphwidget graph: \"format\" is {got!r:.60}, expected {FORMAT!r}{hint}.")
     version = doc.get("version")
-    if version != VERSION or type(version) is not int:
+    if version not in READ_VERSIONS or type(version) is not int:
         newer = type(version) is int and version > VERSION
         raise SchemaError(
-            f"graph schema version {version!r:.20} is not supported by this release (it reads version {VERSION})"
-            + ("; upgrade graphwidget." if newer else "."))
+            f"graph schema version {version!r:.20} is not supported by this release (it reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))})" + ("; upgrade graphwidget." if newer else "."))
     meta = doc.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise SchemaError(f"\"meta\" must be an object; got {_show(meta)}.")
     meta = meta or {}
     _check_meta(meta)
+    return version
+
+
+def _validate_records(doc: Dict[str, Any]) -> None:
+    """Version 1: one record per node and per edge."""
+    meta = doc.get("meta") or {}
     roots = meta.get("roots")
     nodes, edges = doc.get("nodes"), doc.get("edges")
     if not isinstance(nodes, list) or not isinstance(edges, list):
@@ -511,7 +531,6 @@ def validate(doc: Any) -> Dict[str, Any]:
         raise SchemaError(f"the edges form a cycle (through nodes {on_cycle}); an autograd graph is acyclic.")
     if doc.get("findings") is not None:
         validate_findings(doc["findings"], ids)
-    return doc
 
 
 _FINDING: _Spec = {

@@ -1,6 +1,8 @@
 """Writing the JSON form of a graph (``docs/schema.md``); :mod:`.io` reads it back.
 
-Writing big graphs is faster with the compiled core (it writes the node/edge arrays without building the dicts first).
+Version 2 (the default) writes nodes and edges as columns (:mod:`.columns`); version 1 (one record per node and per
+edge) is what the viewer reads and diff documents embed. Writing version 1 is faster with the compiled core (it writes
+the node/edge arrays without building the dicts first).
 The model does not know the core: the package's ``__init__`` registers the capture stage's loader here as an
 *accelerator* when torch is importable; without it (and without torch) the same text is written, only slower.
 This module needs no :class:`~graphwidget.model.GradGraph` import (it reads ``nx``, ``meta`` and ``findings``), so the
@@ -8,12 +10,17 @@ graph can use it and the reader can build graphs without a cycle between them.
 """
 from __future__ import annotations
 
+import gzip
 import json
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from itertools import chain, repeat
+from operator import itemgetter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .._util.gc import gc_paused
 from . import schema
 from ._digraph import adjacency
+from .columns import encode_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import GradGraph
@@ -33,14 +40,29 @@ def registered_core() -> Any:
     return _accelerator() if _accelerator is not None else None
 
 
-def to_dict(graph: "GradGraph") -> Dict[str, Any]:
-    """The JSON form as Python objects."""
+def to_dict(graph: "GradGraph", version: int = schema.VERSION) -> Dict[str, Any]:
+    """The JSON form as Python objects: version 2 (columns) by default; ``version=1`` gives one record per node and
+    per edge (what the viewer reads, and what diff and N-way documents embed)."""
+    if version == 1:
+        return _records(graph)
+    if version != schema.VERSION:
+        raise ValueError(f"to_dict writes version 1 or {schema.VERSION}; got {version!r}.")
+    out = dict(_head(graph))
+    out["nodes"], out["edges"] = _columns(graph)
+    if graph.findings is not None:
+        out["findings"] = graph.findings
+    return out
+
+
+def _head(graph: "GradGraph", version: int = schema.VERSION) -> Dict[str, Any]:
+    return {"format": schema.FORMAT, "version": version, "meta": dict(graph.meta)}
+
+
+def _records(graph: "GradGraph") -> Dict[str, Any]:
     node, succ, _ = adjacency(graph.nx)
     keys = schema.node_keys(graph.meta)
     out: Dict[str, Any] = {
-        "format": schema.FORMAT,
-        "version": schema.VERSION,
-        "meta": dict(graph.meta),
+        **_head(graph, 1),
         "nodes": [{"id": n, **{k: d.get(k) for k in keys}} for n, d in node.items()],
         "edges": [{"source": u, "target": v, **{k: d.get(k) for k in schema.EDGE_KEYS}}
                   for u, nbrs in succ.items() for v, d in nbrs.items()],
@@ -50,25 +72,96 @@ def to_dict(graph: "GradGraph") -> Dict[str, Any]:
     return out
 
 
-def to_json(graph: "GradGraph", indent: Optional[int] = None, core: Any = None) -> str:
-    """Serialise to the versioned JSON form; :func:`load_json` reads it back exactly. ``core``: a compiled core to
-    write with (default: the registered accelerator's, when there is one)."""
-    if indent is None and graph.findings is None:
+def _columns(graph: "GradGraph") -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Version 2's ``nodes`` and ``edges``: ``{"count": n, "id": column, key: column, ...}`` (:mod:`.columns`)."""
+    node, succ, _ = adjacency(graph.nx)
+    attrs = list(node.values())
+    nodes: Dict[str, Any] = {"count": len(attrs), "id": encode_column(list(node))}
+    for k in schema.node_keys(graph.meta):
+        nodes[k] = encode_column(_field(attrs, k))
+    # in the order networkx iterates them (by source, then target): the order the reader rebuilds
+    src = list(chain.from_iterable(map(repeat, succ, map(len, succ.values()))))
+    tgt = list(chain.from_iterable(succ.values()))
+    eattrs = list(chain.from_iterable(map(dict.values, succ.values())))
+    edges: Dict[str, Any] = {"count": len(src), "source": encode_column(src), "target": encode_column(tgt)}
+    for k in schema.EDGE_KEYS:
+        edges[k] = encode_column(_field(eattrs, k))
+    return nodes, edges
+
+
+def _field(records: List[Dict[str, Any]], key: str) -> List[Any]:
+    """``record.get(key)`` of every record (an absent key is null)."""
+    try:
+        return list(map(itemgetter(key), records))
+    except KeyError:
+        return [d.get(key) for d in records]
+
+
+def iter_json(graph: "GradGraph") -> Iterator[str]:
+    """The version 2 JSON text in pieces (one per column), for writing a file without building one string."""
+    dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    nodes, edges = _columns(graph)
+    head = dumps(_head(graph))
+    yield head[:-1]
+    for name, block in (("nodes", nodes), ("edges", edges)):
+        sep = "{"
+        yield f',"{name}":'
+        for key, col in block.items():
+            yield f'{sep}"{key}":'
+            yield dumps(col)
+            sep = ","
+        yield "}"
+    if graph.findings is not None:
+        yield ',"findings":'
+        yield dumps(graph.findings)
+    yield "}"
+
+
+def to_json(graph: "GradGraph", indent: Optional[int] = None, core: Any = None,
+            version: int = schema.VERSION) -> str:
+    """Serialise to the versioned JSON form (version 2, columns, unless ``version=1``); :func:`load_json` reads it
+    back exactly. ``core``: a compiled core to write version 1 with (default: the registered accelerator's, when
+    there is one)."""
+    if version == schema.VERSION and indent is None:
+        try:
+            with gc_paused():
+                return "".join(iter_json(graph))
+        except ValueError as exc:  # NaN / Infinity somewhere
+            raise _nan_error(exc) from None
+    if version == 1 and indent is None and graph.findings is None:
         fast = _to_json_native(graph, core if core is not None else registered_core())
         if fast is not None:
             return fast
     with gc_paused():
         try:
-            return json.dumps(to_dict(graph), indent=indent, separators=None if indent else (",", ":"),
+            return json.dumps(to_dict(graph, version), indent=indent, separators=None if indent else (",", ":"),
                               allow_nan=False)
         except ValueError as exc:  # NaN / Infinity somewhere
-            raise ValueError(f"GradGraph.to_json: {exc}; a node attribute holds NaN or Infinity, which JSON "
-                             f"cannot carry. Set it to None.") from None
+            raise _nan_error(exc) from None
+
+
+def _nan_error(exc: ValueError) -> ValueError:
+    return ValueError(f"GradGraph.to_json: {exc}; a node attribute holds NaN or Infinity, which JSON cannot carry. "
+                      f"Set it to None.")
+
+
+def save(graph: "GradGraph", path: Any) -> Path:
+    """Write the graph's JSON (version 2) to ``path`` piece by piece; a name ending in ``.gz`` (``g.json.gz``) is
+    gzip-compressed. Returns the path; :func:`graphwidget.load` reads it back."""
+    p = Path(path)
+    try:
+        with gc_paused(), (gzip.open(p, "wt", encoding="utf-8", compresslevel=6) if p.suffix == ".gz"
+                           else open(p, "w", encoding="utf-8")) as f:
+            f.writelines(iter_json(graph))
+    except ValueError as exc:  # NaN / Infinity somewhere: no half-written file left behind
+        p.unlink(missing_ok=True)
+        raise _nan_error(exc) from None
+    return p
 
 
 def _to_json_native(graph: "GradGraph", mod: Any) -> Optional[str]:
-    """The same text as the json.dumps path, written by the compiled core ``mod`` without building :func:`to_dict`
-    first; None when the core is absent or a value is not plain JSON."""
+    """The same text as the version 1 json.dumps path, written by the compiled core ``mod`` without building
+    :func:`to_dict` first; None when the core is absent or a value is not plain JSON."""
     if mod is None:
         return None
     node, succ, _ = adjacency(graph.nx)
@@ -76,6 +169,5 @@ def _to_json_native(graph: "GradGraph", mod: Any) -> Optional[str]:
         nodes, edges = mod.json_arrays(node, succ, schema.node_keys(graph.meta), schema.EDGE_KEYS)
     except mod.Unsupported:
         return None
-    head = json.dumps({"format": schema.FORMAT, "version": schema.VERSION, "meta": dict(graph.meta)},
-                      separators=(",", ":"), allow_nan=False)
+    head = json.dumps(_head(graph, 1), separators=(",", ":"), allow_nan=False)
     return f"{head[:-1]},\"nodes\":{nodes},\"edges\":{edges}}}"

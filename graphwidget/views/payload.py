@@ -1,5 +1,8 @@
 """What the views send to the browser: a graph (or a diff) as validated JSON, gzip-compressed, and the facts Python
-needs about it (node ids, which colour metrics it can show, the default one)."""
+needs about it (node ids, which colour metrics it can show, the default one).
+
+The viewer reads version 1 of the graph document (one record per node and per edge: js/src/model/decode.ts), so a
+graph travels in that form whatever version it was saved in: a version 2 file (columns) is read into a graph first."""
 from __future__ import annotations
 
 import gzip
@@ -74,7 +77,7 @@ def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
     if isinstance(obj, GradGraph):
         # Our own graph is valid by construction: take the facts from it instead of parsing its JSON back.
         nodes = obj.nx._node
-        return GraphPayload(obj.to_json(), dict(obj.meta), list(nodes), available_metrics(nodes.values()))
+        return GraphPayload(obj.to_json(version=1), dict(obj.meta), list(nodes), available_metrics(nodes.values()))
     if isinstance(obj, (str, bytes, bytearray)):
         data = io.parse(obj, who=caller)
     elif isinstance(obj, dict):
@@ -84,6 +87,9 @@ def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
     if isinstance(data, dict) and data.get("format") == schema.DIFF_FORMAT:
         raise TypeError(f"{caller}: this is a diff of two graphs; show it with gw.DiffWidget(d) or "
                         f"gw.export_html(d, path).")
+    if isinstance(data, dict) and data.get("version") == 2 and data.get("format") == schema.FORMAT:
+        g = io.from_dict(data, who=caller)  # columns: validated and read, then sent as records
+        return graph_payload(g, caller=caller)
     try:
         schema.validate(data)
         text = json.dumps(data, separators=(",", ":"), allow_nan=False)

@@ -67,6 +67,13 @@ BENCHES: List[Bench] = [
           "resident memory, `to_json` of the result, and how each pair was found; the random DAG also counts "
           "pairs that differ from its recipe. Targets: 10k-node pairs in 1 s, 100k-node pairs (full mode) in "
           "10 s; with `--sizes 100000 300000 1000000`, 300k within 4.5x the 100k time and 1M random DAGs in 20 s."),
+    Bench("files", "bench_files.py", "Files: graph JSON size, `to_json`, `load_json` (version 1 vs 2)", ("--quick",),
+          (),
+          "The random DAG of `bench_diff.py` written by the version 1 writer (records, the compiled core's when "
+          "built) and by version 2 (columns), in the same run: bytes per node (and gzip), `to_json`, `json.loads` "
+          "of the same text (the floor) and `load_json` (parse, validate, build the networkx graph) with its ratio "
+          "to the floor. Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes "
+          "(full mode)."),
     Bench("advisor", "bench_advisor.py", "Advisor: `advise()` on big graphs", ("--quick",), (),
           "Four traced programs (a tiny-op chain, one big loop, the seed's repeat pattern many times over, a "
           "stack of transformer layers), each advised as traced and again after `load_json`: best of 3 "

@@ -212,6 +212,6 @@ def self_check(core: Any) -> Optional[str]:
     roots_obj, module = probe()
     names = parameter_names(module)
     expected = python_graph(roots_of(roots_obj), names, None, rank=True)
-    want = json.dumps(to_dict(expected), separators=(",", ":"), allow_nan=False)
-    got = to_json(native_graph(core, roots_of(roots_obj), names, None, rank=True), core=core)
+    want = json.dumps(to_dict(expected, version=1), separators=(",", ":"), allow_nan=False)
+    got = to_json(native_graph(core, roots_of(roots_obj), names, None, rank=True), core=core, version=1)
     return first_difference(want, got)

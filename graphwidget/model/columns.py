@@ -1,0 +1,305 @@
+"""Version 2 of the graph document: nodes and edges as columns (docs/schema.md, "Version 2: columns").
+
+A column holds one field of every node (or edge), in one of four forms the writer picks per column:
+
+* ``[v0, v1, ...]`` — the values themselves, one per row (fields that rarely repeat: ``seq``, unique code lines);
+* ``{"const": v}`` — every row holds ``v`` (``saved: []`` on a graph without saved tensors, ``source: null`` ...);
+* ``{"table": [t0, t1, ...], "index": [i0, i1, ...]}`` — the distinct values once, each row an index into them
+  (op names, shapes and dtypes of the outputs, sources, code lines, module paths: what repeats);
+* ``{"delta": [d0, d1, ...]}`` — integers as their differences (row ``k`` holds ``d0 + ... + dk``): ids, an
+  edge's source and target.
+
+Reading validates per column, not per record: a table's distinct values are checked once with the field's own check
+(:mod:`.schema`), an index is checked in bulk (all integers, in range), a raw column by type sets and bounds. Only
+when something is wrong is the offending row looked up, and the message is the one version 1 gives for that record
+(the node's id and row, the field, what to write instead). Torch-free.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import schema
+from .schema import SchemaError, _show, _where
+
+#: The forms a column may take (docs/schema.md), besides a plain list.
+COLUMN_FORMS = ("const", "table", "delta")
+
+_NONE = type(None)
+
+
+# -- writing ----------------------------------------------------------------------------------------------------------
+def _intern_keys(values: List[Any], types: set) -> List[Any]:
+    """Keys that are equal exactly when the values serialise to the same JSON (``1``, ``1.0`` and ``true`` differ)."""
+    if types <= {str, _NONE} or types <= {int, _NONE}:
+        return values
+    if types <= {str, int, float, bool, _NONE}:
+        return list(zip(map(type, values), values))
+    return list(map(repr, values))  # lists and dicts: repr keeps types, key order and nesting
+
+
+def encode_column(values: List[Any]) -> Any:
+    """The most compact of the four forms for one column's values (all plain JSON)."""
+    n = len(values)
+    if n == 0:
+        return []
+    types = set(map(type, values))
+    keys = _intern_keys(values, types)
+    distinct = dict.fromkeys(keys)  # first appearance order
+    if len(distinct) == 1:
+        return {"const": values[0]}
+    if len(distinct) * 2 <= n:
+        pos = {k: i for i, k in enumerate(distinct)}
+        one = dict(zip(keys, values))  # a value per key (values with one key write the same JSON)
+        return {"table": [one[k] for k in distinct], "index": list(map(pos.__getitem__, keys))}
+    if types == {int} and n > 1:
+        return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
+    return values
+
+
+# -- reading ----------------------------------------------------------------------------------------------------------
+def _form_text(at: str, n: int, got: Any) -> str:
+    return (f"{at} must be a column: a list of {n} values, {{\"const\": value}}, {{\"table\": [...], \"index\": "
+            f"[...]}} or {{\"delta\": [integers]}} (docs/schema.md); got {_show(got)}.")
+
+
+def _int_list(v: Any) -> bool:
+    """A list of plain integers (no true/false, no floats), checked in bulk."""
+    return isinstance(v, list) and set(map(type, v)) <= {int}
+
+
+def decode_column(col: Any, n: int, at: str) -> "Column":
+    """``(values, table, index)`` for the column ``col`` of ``n`` rows (``at``: where it sits, for messages): a plain
+    or delta column has its values per row (no table); a table column its table and index (row ``k`` holds
+    ``table[index[k]]``; no values list is built); a constant one the table ``[value]`` alone. The values are not
+    checked here, only the column's shape and its index."""
+    if isinstance(col, list):
+        if len(col) != n:
+            raise SchemaError(f"{at} has {len(col)} values but there are {n} rows; one value per row.")
+        return col, None, None
+    if not isinstance(col, dict) or len(col) == 0:
+        raise SchemaError(_form_text(at, n, col))
+    if "const" in col and len(col) == 1:
+        return None, [col["const"]], None  # no index: every row holds the one value
+    if "delta" in col and len(col) == 1:
+        d = col["delta"]
+        if not _int_list(d) or len(d) != n:
+            raise SchemaError(f"{at}.delta must be a list of {n} integers (row k holds the sum of the first k + 1); "
+                              f"got {_show(d)}.")
+        return list(itertools.accumulate(d)), None, None
+    if set(col) == {"table", "index"}:
+        table, index = col["table"], col["index"]
+        if not isinstance(table, list):
+            raise SchemaError(f"{at}.table must be a list of values; got {_show(table)}.")
+        if not isinstance(index, list) or len(index) != n:
+            raise SchemaError(f"{at}.index must be a list of {n} indices into {at}.table, one per row; got "
+                              f"{_show(index)}.")
+        if not _int_list(index) or (n and (min(index) < 0 or max(index) >= len(table))):
+            k = next(k for k, x in enumerate(index) if type(x) is not int or not 0 <= x < len(table))
+            raise SchemaError(f"{at}.index[{k}] must be an index into {at}.table (0 to {len(table) - 1}); got "
+                              f"{_show(index[k])}.")
+        return None, table, index
+    raise SchemaError(_form_text(at, n, col))
+
+
+def _ints(col: Any, n: int, at: str) -> List[Any]:
+    """The values of an id column (ids, an edge's ends) per row, whatever its form (checked by the caller)."""
+    values, table, index = decode_column(col, n, at)
+    if values is not None:
+        return values
+    assert table is not None
+    return [table[0]] * n if index is None else list(map(table.__getitem__, index))
+
+
+def _first_bad(values: Sequence[Any], ok: Callable[[Any], bool]) -> Optional[int]:
+    """The first position whose value is neither null nor accepted by ``ok``, or None: by type sets and bounds where
+    the check is a known one, value by value otherwise."""
+    types = set(map(type, values))
+    fast = None
+    if ok is schema._is_str:
+        fast = types <= {str, _NONE}
+    elif ok in (schema._nonneg_int, schema._is_int) and types <= {int, _NONE}:
+        nums = [v for v in values if v is not None] if _NONE in types else values
+        low = 0 if ok is schema._nonneg_int else -schema.MAX_SAFE_INT
+        fast = not nums or (min(nums) >= low and max(nums) <= schema.MAX_SAFE_INT)
+    elif types <= {_NONE}:
+        fast = True
+    if fast:
+        return None
+    return next((k for k, v in enumerate(values) if v is not None and not ok(v)), None)
+
+
+def _row_of(j: int, index: Optional[List[int]], n: int) -> Optional[int]:
+    """The first row holding table entry ``j`` (a constant column: row 0 when there are rows), or None."""
+    if index is None:
+        return 0 if n else None
+    return index.index(j) if j in index else None
+
+
+def _check_column(values: Optional[List[Any]], table: Optional[List[Any]], index: Optional[List[int]], n: int,
+                  ok: Callable[[Any], bool], message: Callable[[int, Any], str], at: str) -> None:
+    """Raise the message for the first row whose value ``ok`` refuses (a table: each distinct value checked once)."""
+    if table is not None:
+        j = _first_bad(table, ok)
+        if j is None:
+            return
+        k = _row_of(j, index, n)
+        if k is not None:
+            raise SchemaError(message(k, table[j]))
+        raise SchemaError(f"{at}.table[{j}] (no row uses it): {message(-1, table[j]).split(': ', 1)[-1]}")
+    assert values is not None
+    k = _first_bad(values, ok)
+    if k is not None:
+        raise SchemaError(message(k, values[k]))
+
+
+def _nonempty_str(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _node_check(key: str) -> Tuple[Callable[[Any], bool], Callable[[Any], str]]:
+    """The check of one node field, and the words for a value it refuses (version 1's, :mod:`.schema`)."""
+    if key == "op":
+        return _nonempty_str, lambda v: (f"\"op\" is missing or not a string (every node names its op, e.g. "
+                                         f"\"MulBackward0\"); got {_show(v)}.")
+    check = schema._NODE.get(key)
+    if check is None:  # a key this release does not know: plain JSON (it is dropped)
+        return (lambda v: schema._plain(v, 1)), (lambda v: schema._plain_text(v, key, 1))
+    return check[0], (lambda v: check[1](key, v))
+
+
+def _block(doc: Dict[str, Any], name: str) -> Tuple[Dict[str, Any], Any]:
+    block = doc.get(name)
+    if not isinstance(block, dict):
+        raise SchemaError(f"a version {schema.VERSION} graph document needs \"{name}\" as an object of columns "
+                          f"(\"count\" and one column per field: docs/schema.md); got {_show(block)}.")
+    n = block.get("count")
+    if not schema._nonneg_int(n):
+        raise SchemaError(f"{name}.count must be the number of {name} (a non-negative integer); got {_show(n)}.")
+    return block, n
+
+
+#: A decoded column: ``(values per row, None, None)``, ``(None, table, index per row)`` or ``(None, [value], None)``.
+Column = Tuple[Optional[List[Any]], Optional[List[Any]], Optional[List[int]]]
+Decoded = Tuple[List[int], Dict[str, Column], List[int], List[int], Dict[str, Column], List[str]]
+
+
+def decode(doc: Dict[str, Any]) -> Decoded:
+    """Validate a version 2 document's ``nodes`` and ``edges`` (its envelope and ``meta`` are checked by
+    :func:`graphwidget.model.schema.check_envelope`) and return ``(ids, node columns, sources, targets, edge columns,
+    unknown node keys)``: every column decoded to one value per row. Raises :class:`SchemaError` naming the node (its
+    id and row) or the edge and the field, with the words version 1 uses."""
+    nodes, n = _block(doc, "nodes")
+    edges, m = _block(doc, "edges")
+    if "id" not in nodes:
+        raise SchemaError("nodes.id is missing: every node has an id (a column of non-negative integers).")
+    ids = _ints(nodes["id"], n, "nodes.id")
+    if n and (set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) > schema.MAX_SAFE_INT):
+        k = next(k for k, x in enumerate(ids) if not schema._nonneg_int(x))
+        raise SchemaError(f"nodes[{k}]: \"id\" must be a non-negative integer (at most 2**53 - 1, the largest the "
+                          f"viewer holds exactly); got {_show(ids[k])}.")
+    increasing = all(map(operator.lt, ids, itertools.islice(ids, 1, None)))
+    dense = increasing and (n == 0 or (ids[0] == 0 and ids[-1] == n - 1))
+    if not increasing:
+        seen: Dict[int, int] = {}
+        for k, x in enumerate(ids):
+            if seen.setdefault(x, k) != k:
+                raise SchemaError(f"node id {x} appears twice (nodes[{k}]); ids must be unique.")
+    # -- node columns
+    cols: Dict[str, Column] = {}
+    unknown: List[str] = []
+    for key, col in nodes.items():
+        if key in ("count", "id"):
+            continue
+        at = f"nodes.{key}"
+        values, table, index = decode_column(col, n, at)
+        if key not in schema._NODE and key not in schema.NODE_KEYS:
+            unknown.append(key)
+        ok, make = _node_check(key)
+
+        def text(k: int, v: Any, make: Callable[[Any], str] = make, at: str = at) -> str:
+            return f"{_where(k, ids[k]) if k >= 0 else at}: {make(v)}"
+        _check_column(values, table, index, n, ok, text, at)
+        cols[key] = (values, table, index)
+    op_values, op_table, op_index = cols.get("op", (None, None, None))
+    held = op_table if op_table is not None else op_values
+    if held is not None and None in held:  # the one field that may not be null
+        j = held.index(None)
+        row = j if op_table is None else _row_of(j, op_index, n)
+        if row is not None:
+            raise SchemaError(f"{_where(row, ids[row])}: {_node_check('op')[1](None)}")
+    if "op" not in cols:
+        raise SchemaError("nodes.op is missing: every node names its op (a column of strings such as "
+                          "\"MulBackward0\").")
+    # -- edges
+    for key in ("source", "target"):
+        if key not in edges:
+            raise SchemaError(f"edges.{key} is missing: every edge has a source and a target (columns of node ids).")
+    src = _ints(edges["source"], m, "edges.source")
+    tgt = _ints(edges["target"], m, "edges.target")
+    ends = src + tgt
+    if m and (set(map(type, ends)) != {int} or min(ends) < 0 or max(ends) > schema.MAX_SAFE_INT):
+        k = next(k for k in range(m) if not (schema._nonneg_int(src[k]) and schema._nonneg_int(tgt[k])))
+        raise SchemaError(f"edges[{k}]: \"source\" and \"target\" must be node ids (non-negative integers); got "
+                          f"{_show(src[k])}, {_show(tgt[k])}.")
+    idset: Any = range(n) if dense else set(ids)
+    if m and (not (max(ends) < n) if dense else not idset.issuperset(ends)):
+        k = next(k for k in range(m) if src[k] not in idset or tgt[k] not in idset)
+        missing = src[k] if src[k] not in idset else tgt[k]
+        raise SchemaError(f"edges[{k}] ({src[k]} -> {tgt[k]}) names node {missing}, which is not in \"nodes\".")
+    if any(map(operator.eq, src, tgt)):
+        k = next(k for k in range(m) if src[k] == tgt[k])
+        raise SchemaError(f"edges[{k}] is a self-loop on node {src[k]}; an autograd graph has none.")
+    ecols: Dict[str, Column] = {}
+    for key, col in edges.items():
+        if key in ("count", "source", "target"):
+            continue
+        at = f"edges.{key}"
+        values, table, index = decode_column(col, m, at)
+        check = schema._EDGE.get(key)
+        ok2: Callable[[Any], bool] = check[0] if check is not None else (lambda v: schema._plain(v, 1))
+
+        def etext(k: int, v: Any, key: str = key, check: Any = check, at: str = at) -> str:
+            what = check[1](key, v) if check is not None else schema._plain_text(v, key, 1)
+            return f"edges[{k}] ({src[k]} -> {tgt[k]}): {what}" if k >= 0 else f"{at}: {what}"
+        _check_column(values, table, index, m, ok2, etext, at)
+        ecols[key] = (values, table, index)
+    meta = doc.get("meta") or {}
+    for r in meta.get("roots") or ():
+        if r not in idset:
+            raise SchemaError(f"meta.roots names node {r}, which is not in \"nodes\".")
+    _acyclic(ids, src, tgt, dense)
+    if doc.get("findings") is not None:
+        schema.validate_findings(doc["findings"], idset)
+    return ids, cols, src, tgt, ecols, sorted(unknown)
+
+
+def _acyclic(ids: List[int], src: List[int], tgt: List[int], dense: bool) -> None:
+    """Refuse a cycle, naming nodes on it. Every edge pointing the same way along the ids proves there is none (the
+    writer's common case); otherwise Kahn's algorithm over row positions."""
+    if all(map(operator.lt, src, tgt)) or all(map(operator.gt, src, tgt)):
+        return
+    n = len(ids)
+    if dense:
+        su, tv = src, tgt
+    else:
+        row = {x: k for k, x in enumerate(ids)}
+        su, tv = list(map(row.__getitem__, src)), list(map(row.__getitem__, tgt))
+    indeg = [0] * n
+    succ: List[List[int]] = [[] for _ in range(n)]
+    for u, v in zip(su, tv):
+        succ[u].append(v)
+        indeg[v] += 1
+    ready = [k for k in range(n) if not indeg[k]]
+    seen = 0
+    while ready:
+        u = ready.pop()
+        seen += 1
+        for v in succ[u]:
+            indeg[v] -= 1
+            if not indeg[v]:
+                ready.append(v)
+    if seen != n:
+        on_cycle = sorted(ids[k] for k in range(n) if indeg[k] > 0)[:5]
+        raise SchemaError(f"the edges form a cycle (through nodes {on_cycle}); an autograd graph is acyclic.")

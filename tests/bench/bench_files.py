@@ -1,0 +1,96 @@
+"""Graph files: size, writing and reading, version 1 (records, the old writer) against version 2 (columns), in one run.
+
+Run: .venv/bin/python tests/bench/bench_files.py [--quick] [--sizes 100000 1000000] [--repeat 3]
+(``--quick``: 100k nodes only.)
+Graph: the random DAG of tests/bench/bench_diff.py (``random_pair``'s first graph: nodes with 1-3 inputs among the
+previous 8, leaves, shapes, a unique code line per node).
+Columns: ``B/node`` the uncompressed JSON text per node (``gz B/node``: ``GradGraph.save`` to ``.json.gz``);
+``to_json s``; ``json.loads s`` of that same text (the floor: parsing alone, with the GC paused as ``load_json``
+runs it); ``load_json s`` (parse, validate, build the networkx graph) and ``ratio`` = load_json / json.loads.
+Medians of ``--repeat`` runs (1M nodes: one run). Targets (issue 20): version 2 at most 150 B/node; load_json at most 2x json.loads
+at 1M nodes. The machine's load average is printed before and after: compare within one run (ratios), not across runs.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_diff import random_pair  # noqa: E402
+
+import graphwidget as gw  # noqa: E402
+from graphwidget._util.gc import gc_paused  # noqa: E402
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, Any]:
+    """Median wall seconds of ``repeat`` runs (the result of the last), collecting garbage between runs."""
+    walls: List[float] = []
+    out = None
+    for _ in range(repeat):
+        out = None
+        gc.collect()
+        t = time.perf_counter()
+        out = fn()
+        walls.append(time.perf_counter() - t)
+    walls.sort()
+    return walls[len(walls) // 2], out
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def parse_only(text: str) -> Any:
+    """The floor: ``json.loads`` alone, with the cyclic GC paused as ``load_json`` runs (with it running, a version 1
+    file's millions of fresh containers trigger collection after collection inside the parse)."""
+    with gc_paused():
+        return json.loads(text)
+
+
+def row(g: Any, label: str, version: int, repeat: int) -> str:
+    """One line of the table: ``g`` written in ``version`` and read back."""
+    w, text = timed(lambda: g.to_json(version=version), repeat)
+    size = len(text.encode("utf-8")) / len(g)
+    gzs = "-"
+    if version == 2:
+        with tempfile.TemporaryDirectory() as tmp:
+            gzs = f"{g.save(Path(tmp) / 'g.json.gz').stat().st_size / len(g):.1f}"
+    p, _ = timed(lambda: parse_only(text), repeat)
+    ld, back = timed(lambda: gw.load_json(text), repeat)
+    assert len(back) == len(g)
+    return f"| {len(g):,} | {label} | {size:.1f} | {gzs} | {w:.3f} | {p:.3f} | {ld:.3f} | x{ld / p:.2f} |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="100k nodes only")
+    ap.add_argument("--sizes", type=int, nargs="*", default=None, help="default 100k 1M (--quick: 100k)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    if args.sizes is None:
+        args.sizes = [100_000] if args.quick else [100_000, 1_000_000]
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores)\n")
+    print("| nodes | format | B/node | gz B/node | to_json s | json.loads s | load_json s | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        g, _ = random_pair(n)
+        repeat = args.repeat if n <= 100_000 else max(1, args.repeat - 2)
+        for label, version in (("v1 (before)", 1), ("v2 (after)", 2)):
+            print(row(g, label, version, repeat), flush=True)
+            gc.collect()
+        g = None
+        gc.collect()
+    print(f"\nload average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""Version 2 of the graph document (docs/schema.md, "Version 2: columns"): exact round trips, compact files, the old
+format still read, files on disk (``.json.gz``), and refusals as precise as version 1's (tests/test_files.py)."""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+import torch
+
+import graphwidget as gw
+from graphwidget.model import schema
+from graphwidget.model.columns import encode_column
+from graphwidget.model.graph import GradGraph
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+import test_files  # noqa: E402  (the version 1 fixture and its mutations)
+from bench_diff import random_pair  # noqa: E402
+
+V1_FILE = Path(__file__).resolve().parent / "data" / "graph_v1.json"
+
+
+def same_graph(a: GradGraph, b: GradGraph) -> None:
+    """Every node attribute (the keys the document holds), every edge attribute, node and edge order, meta and
+    findings are equal, and of the same JSON type (1, 1.0 and true differ)."""
+    keys = schema.node_keys(a.meta)
+    assert list(a.nx.nodes) == list(b.nx.nodes)
+    for n, d in a.nx.nodes(data=True):
+        got = b.nx.nodes[n]
+        assert tuple(got) == keys
+        for k in keys:
+            assert json.dumps(got[k]) == json.dumps(d.get(k)), (n, k)
+    ea = [(u, v, {k: e.get(k) for k in schema.EDGE_KEYS}) for u, v, e in a.nx.edges(data=True)]
+    assert json.dumps(list(b.nx.edges(data=True))) == json.dumps(ea)
+    assert json.dumps(b.meta) == json.dumps(a.meta) and b.findings == a.findings
+
+
+@pytest.fixture(scope="module")
+def profiled() -> GradGraph:
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+    x = torch.randn(2, 3, requires_grad=True)
+    g = gw.profile(lambda m, t: (m(t).exp() * t).sum(), lin, x, repeat=1, warmup=0)
+    g.advise()
+    return g
+
+
+def test_round_trip_is_exact(profiled: GradGraph) -> None:
+    text = profiled.to_json()
+    doc = json.loads(text)
+    assert doc["version"] == schema.VERSION == 2 and isinstance(doc["nodes"], dict)
+    back = gw.load_json(text)
+    same_graph(profiled, back)
+    assert back.to_json() == text  # and writes the same text again
+    assert json.loads(json.dumps(profiled.to_dict())) == doc
+
+
+def test_round_trip_of_a_random_dag_and_awkward_values() -> None:
+    """Values a column must not merge: 1, 1.0 and true; "1" and 1; [] and {}; key order inside records."""
+    a, _ = random_pair(3000, seed=3)
+    nodes = list(a.nx.nodes)
+    odd = [1, 1.0, True, "1", [], {}, {"b": 1, "a": 2}, {"a": 2, "b": 1}, None, -0.0, 2**53 - 1, "é\u2028"]
+    for i, n in enumerate(nodes[:len(odd) * 40]):
+        a.nx.nodes[n]["attrs"] = {"v": odd[i % len(odd)]}
+        a.nx.nodes[n]["fwd_ms"] = [0.5, 1, 0][i % 3]
+    back = gw.load_json(a.to_json())
+    same_graph(a, back)
+    assert back.to_json() == a.to_json()
+
+
+def test_files_are_compact() -> None:
+    """The issue's bound: at most 150 bytes per node on the benchmark's random DAG (version 1: ~500)."""
+    a, _ = random_pair(20_000)
+    size = len(a.to_json().encode("utf-8")) / len(a)
+    assert size <= 150, size
+    assert len(a.to_json(version=1)) / len(a) > 3 * size
+
+
+def test_repeated_values_sit_in_tables(profiled: GradGraph) -> None:
+    a, _ = random_pair(2000)
+    nodes = a.to_dict()["nodes"]
+    assert set(nodes["op"]) == {"table", "index"} and len(nodes["op"]["table"]) <= 11
+    assert nodes["source"] == {"const": None} and nodes["id"] == {"delta": [0] + [1] * (len(a) - 1)}
+    assert set(nodes["outputs"]) == {"table", "index"}
+
+
+def test_the_committed_version_1_file_is_read() -> None:
+    """Written by the version 1 writer (before this format): read, validated, and equal to what it says."""
+    text = V1_FILE.read_text(encoding="utf-8")
+    doc = json.loads(text)
+    assert doc["version"] == 1
+    g = gw.load_json(text)
+    assert len(g) == len(doc["nodes"]) and g.nx.number_of_edges() == len(doc["edges"])
+    assert json.loads(g.to_json(version=1)) == doc  # every record as written
+    same_graph(g, gw.load_json(g.to_json()))  # and through version 2
+    bad = copy.deepcopy(doc)
+    bad["nodes"][2]["saved_bytes"] = "lots"
+    with pytest.raises(gw.SchemaError, match=f"node {bad['nodes'][2]['id']} .*\"saved_bytes\" must be"):
+        gw.load_json(json.dumps(bad))
+
+
+def test_save_and_load_files(tmp_path: Path, profiled: GradGraph) -> None:
+    for name in ("g.json", "g.json.gz"):
+        p = profiled.save(tmp_path / name)
+        raw = p.read_bytes()
+        assert (raw[:2] == b"\x1f\x8b") == name.endswith(".gz")
+        same_graph(profiled, gw.load(p))
+        text = gzip.decompress(raw).decode() if name.endswith(".gz") else raw.decode()
+        assert text == profiled.to_json()
+    assert len(gw.load_json(gzip.compress(profiled.to_json().encode()))) == len(profiled)
+    (tmp_path / "cut.json.gz").write_bytes((tmp_path / "g.json.gz").read_bytes()[:40])
+    with pytest.raises(gw.SchemaError, match="not a complete gzip file"):
+        gw.load(tmp_path / "cut.json.gz")
+    x = torch.randn(3, requires_grad=True)
+    d = gw.diff(gw.capture(x.exp().sum()), gw.capture((x.exp() * 2).sum()))
+    (tmp_path / "d.json.gz").write_bytes(gzip.compress(d.to_json().encode()))
+    assert gw.load(tmp_path / "d.json.gz").matched == d.matched
+
+
+def test_saving_nan_leaves_no_file(tmp_path: Path, profiled: GradGraph) -> None:
+    g = gw.load_json(profiled.to_json())
+    g.nx.nodes[0]["fwd_ms"] = float("nan")
+    with pytest.raises(ValueError, match="NaN or Infinity"):
+        g.save(tmp_path / "g.json")
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_views_diffs_and_nway_embed_version_1(profiled: GradGraph) -> None:
+    """The viewer reads records (js/src/model/decode.ts): the payload of a graph, of its version 2 text and of a
+    diff carries version 1 graphs; a diff document with version 2 graphs inside is read too."""
+    from graphwidget.views.payload import graph_payload
+    for obj in (profiled, profiled.to_json(), profiled.to_dict()):
+        sent = json.loads(graph_payload(obj).json_text)
+        assert sent["version"] == 1 and sent["nodes"] == profiled.to_dict(version=1)["nodes"]
+    d = gw.diff(profiled, gw.load_json(profiled.to_json()))
+    doc = json.loads(d.to_json())
+    assert doc["a"]["version"] == 1 and doc["b"]["version"] == 1
+    doc["a"], doc["b"] = profiled.to_dict(), profiled.to_dict()
+    assert gw.load_json(json.dumps(doc)).matched == d.matched
+
+
+# -- refusals: version 2 refuses what version 1 refuses, with the same words ---------------------------------------
+def as_columns(d: Dict[str, Any], encode: bool) -> Dict[str, Any]:
+    """The version 1 document ``d`` (records) as version 2: each field a column, encoded by the writer's own choice
+    of form (``encode``) or as plain lists."""
+    out = {k: v for k, v in d.items() if k not in ("nodes", "edges")}
+    out["version"] = 2
+    for part, ends in (("nodes", ("id",)), ("edges", ("source", "target"))):
+        recs = d[part]
+        keys: List[str] = list(ends)
+        for r in recs:
+            keys += [k for k in r if k not in keys]
+        block: Dict[str, Any] = {"count": len(recs)}
+        for k in keys:
+            values = [r.get(k) for r in recs]
+            block[k] = encode_column(values) if encode else values
+        out[part] = block
+    return out
+
+
+def refusal(d: Dict[str, Any]) -> Optional[str]:
+    try:
+        gw.load_json(json.dumps(d))
+    except gw.SchemaError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("encode", [True, False], ids=["tables", "lists"])
+def test_every_mutation_is_judged_as_in_version_1(encode: bool) -> None:
+    """Every field of a saved-tensor node, a leaf, an edge, meta and a finding, set to values of every JSON type
+    (tests/test_files.py VALUE_ZOO): version 2 accepts exactly what version 1 accepts, and refuses the rest with
+    the same message (the node's id and row, the field, what to write)."""
+    base = test_files.mutation_base(test_files.profiled_doc())
+    checked = refused = 0
+    for path, _ in test_files.mutation_paths(base):
+        for value in test_files.VALUE_ZOO:
+            d = copy.deepcopy(base)
+            test_files.set_path(d, path, value)
+            want = refusal(d)
+            got = refusal(as_columns(d, encode))
+            assert got == want, (path, value)
+            checked += 1
+            refused += want is not None
+    assert checked > 1000 and refused > 300
+
+
+@pytest.fixture(scope="module")
+def v2doc(profiled: GradGraph) -> Dict[str, Any]:
+    return json.loads(profiled.to_json())
+
+
+def v2_refused(d: Dict[str, Any]) -> str:
+    msg = refusal(d)
+    assert msg is not None, "accepted"
+    return msg
+
+
+def test_refusals_of_the_columns_themselves(v2doc: Dict[str, Any]) -> None:
+    n = v2doc["nodes"]["count"]
+    cases = [
+        (lambda d: d["nodes"].update(op=["MulBackward0"]), f"nodes.op has 1 values but there are {n} rows"),
+        (lambda d: d["nodes"].update(op={"table": ["A"], "index": [0] * (n - 1) + [1]}),
+         f"nodes.op.index[{n - 1}] must be an index into nodes.op.table (0 to 0); got number 1"),
+        (lambda d: d["nodes"].update(op={"table": ["A"], "index": [0] * (n - 1) + [True]}),
+         f"nodes.op.index[{n - 1}] must be an index"),
+        (lambda d: d["nodes"].update(op={"table": ["A", 7], "index": [0] * (n - 1) + [1]}),
+         f"node {n - 1} (nodes[{n - 1}]): \"op\" is missing or not a string"),
+        (lambda d: d["nodes"].update(op={"const": ""}), "node 0 (nodes[0]): \"op\" is missing or not a string"),
+        (lambda d: d["nodes"].pop("op"), "nodes.op is missing"),
+        (lambda d: d["nodes"].update(saved_bytes={"rows": [1]}), "nodes.saved_bytes must be a column"),
+        (lambda d: d["nodes"].update(seq={"delta": [0.5] * n}), "nodes.seq.delta must be a list of"),
+        (lambda d: d["nodes"].update(id={"delta": [0] * n}), "node id 0 appears twice (nodes[1])"),
+        (lambda d: d["nodes"].update(id={"const": -1}), "nodes[0]: \"id\" must be a non-negative integer"),
+        (lambda d: d["nodes"].update(count="8"), "nodes.count must be the number of nodes"),
+        (lambda d: d.update(nodes=[]), "needs \"nodes\" as an object of columns"),
+        (lambda d: d["nodes"].update(grad_bytes={"table": [1, -4], "index": [0] * n}),
+         "nodes.grad_bytes.table[1] (no row uses it): \"grad_bytes\" must be a non-negative integer"),
+        (lambda d: d["edges"].update(source={"const": 99}), "names node 99, which is not in \"nodes\""),
+        (lambda d: d["edges"].update(target=d["edges"]["source"]), "is a self-loop on node"),
+        (lambda d: d["edges"].update(shape={"const": "2x3"}),
+         "edges[0] (", ),
+        (lambda d: d.update(version=3), "version 3 is not supported by this release (it reads versions 1, 2); "
+                                        "upgrade graphwidget"),
+    ]
+    for change, words in cases:
+        d = copy.deepcopy(v2doc)
+        change(d)
+        msg = v2_refused(d)
+        assert words in msg, (words, msg)
+
+
+def test_a_cycle_in_columns_names_its_nodes(v2doc: Dict[str, Any]) -> None:
+    d = copy.deepcopy(v2doc)
+    g = gw.load_json(json.dumps(d))
+    u, v = next(iter(g.nx.edges))
+    edges = d["edges"]
+    m = edges["count"]
+    src = [e[0] for e in g.nx.edges] + [v]
+    tgt = [e[1] for e in g.nx.edges] + [u]
+    d["edges"] = {"count": m + 1, "source": src, "target": tgt}
+    msg = v2_refused(d)
+    assert "cycle" in msg and str(u) in msg and str(v) in msg, msg
+
+
+def test_ids_need_not_be_dense_or_sorted(profiled: GradGraph) -> None:
+    g = gw.load_json(profiled.to_json())
+    relabelled = GradGraph(__import__("networkx").relabel_nodes(g.nx, {n: 1000 - 7 * n for n in g.nx}),
+                           dict(g.meta, roots=[1000 - 7 * r for r in g.meta["roots"]]))
+    back = gw.load_json(relabelled.to_json())
+    assert sorted(back.nx.edges) == sorted(relabelled.nx.edges)
+    assert {n: d["op"] for n, d in back.nx.nodes(data=True)} == {n: d["op"] for n, d in relabelled.nx.nodes(data=True)}

@@ -6,6 +6,7 @@ stacked panes of the export and the widget) carry every pane and link their sele
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any, Dict
@@ -282,21 +283,38 @@ def test_the_export_inlines_the_document_once_for_the_n_way_view(three: Dict[str
     assert again.count('id="gw-nway-root"') == 1 and "What got fused" in again
 
 
-def test_the_widget_links_the_panes_selections(three: Dict[str, Any]) -> None:
+def test_the_widget_carries_the_exports_document_and_selects_through_the_reference(three: Dict[str, Any]) -> None:
     pytest.importorskip("anywidget")
+    from graphwidget.views.nway_view import payload
+    from graphwidget.views.nway_widget import NWayWidget
     d: MultiDiff = three["d"]
     w = d.widget(height=300)
-    assert [p.diff.labels for p in w.panes] == [("eager", "refactor"), ("eager", "compiled")]
-    root = d.graphs["compiled"].nx
+    assert isinstance(w, NWayWidget) and w.height == 300 and w.sync is True
+    gz, colour = payload(d)
+    assert w._nway == gz and w._nway[:2] == b"\x1f\x8b" and w.colour_by == colour  # the export's bytes
+    assert json.loads(gzip.decompress(w._nway))["labels"] == list(d.sides)
+    assert w.selected is None and w.selected_all == [None, None, None]
     lin = d.graphs["eager"].nodes(op="AddmmBackward0")[0]
-    w.selected = lin
-    assert [p.selected_a for p in w.panes] == [lin, lin]
-    assert w.selected_in("refactor") == d.pair(0, 1).counterpart(lin, "a") and w.selected_in("compiled") is None
-    # a click in the compiled pane (what the front end writes: both selections) is followed by the other pane
-    top = next(i for i in root if not root._succ[i])
+    (reg,) = d.regions("compiled")
+    w.selected = lin  # the refactor's counterpart; the compiled side fused it: its region, as the view marks it
+    assert w.selected_all == [lin, d.pair(0, 1).counterpart(lin, "a"), reg["node"]]
+    assert w.selected_in("refactor") == d.counterparts("eager", lin)["refactor"]
+    assert w.selected_in("compiled") == reg["node"]
+    # a node of another side, from Python
+    top = next(i for i in d.graphs["compiled"].nx if not d.graphs["compiled"].nx._succ[i])
+    w.select(top, "compiled")
     ref_top = d.pair(0, 2).counterpart(top, "b")
-    w.panes[1].selected_a, w.panes[1].selected_b = ref_top, top
-    assert w.selected == ref_top and w.panes[0].selected_a == ref_top
-    assert w.panes[0].selected_b == d.pair(0, 1).counterpart(ref_top, "a")
+    assert w.selected == ref_top and w.selected_all[2] == top and w.selected_all[0] == ref_top
+    # a click in the front end saves both traits together: Python keeps what the view shows
+    w.set_state({"selected": None, "selected_all": [None, None, reg["node"]]})
+    assert w.selected is None and w.selected_in("compiled") == reg["node"]
+    w.select(None)
+    assert w.selected_all == [None, None, None]
     with pytest.raises(Exception, match="no node"):
         w.selected = 10_000
+    with pytest.raises(Exception, match="no node"):
+        w.select(10_000, "refactor")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        d.widget(heigth=300)
+    bundle = d._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "gw-nway-table" in bundle["text/html"]

@@ -351,6 +351,7 @@ class RankSet:
         return self.nway(ranks).export_html(path, **kwargs)
 
     def widget(self, ranks: Any = None, **kwargs: Any) -> Any:
+        """The N-way widget of :meth:`nway` (``ranks``: which panes; keywords: ``NWayWidget``'s)."""
         return self.nway(ranks).widget(**kwargs)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:

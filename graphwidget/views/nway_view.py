@@ -5,9 +5,9 @@
   pane per side, the reference once, side by side, pan and zoom synced, a click selecting the counterparts in every
   pane, each pane's header giving its verdict against the reference. The whole ``"graphwidget-nway"`` document is
   inlined once (gzip + base64, ``id="gw-nway-data"``) and mounted into ``#gw-nway-root`` by the viewer bundle.
-* **Widget** (:class:`~graphwidget.views.nway_widget.NWayWidget`): until it becomes the N-way anywidget, the table
-  and one :class:`~graphwidget.DiffWidget` per side in a column; a selection in one pane is followed by every other
-  (Python links their ``selected_a``: the reference's node).
+* **Widget** (:class:`~graphwidget.views.nway_widget.NWayWidget`): the same view and the same gzipped document
+  (:func:`payload`, in its ``_nway`` trait), mounted by the widget bundle; the reference node selected in every pane
+  syncs back to Python as ``selected``. Where widgets do not run, the table (:func:`static_nway_html`) is shown.
 
 Loads neither torch nor, until a widget is made, anywidget.
 """

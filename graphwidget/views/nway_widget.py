@@ -1,61 +1,105 @@
-"""``NWayWidget``: the N panes of a :class:`~graphwidget.MultiDiff` in Jupyter, until the front end draws N synced
-panes: the verdict table, then one :class:`~graphwidget.DiffWidget` of the reference and each side, in a column.
+"""``NWayWidget``: the N panes of a :class:`~graphwidget.MultiDiff` (or a RankSet's) in Jupyter (anywidget, public API
+only): the export's N-way view (``js/src/nway/``), one pane per side, the reference once, side by side, on one colour
+scale, a selection in one pane followed by every other.
 
-Selections are linked in Python: a node selected in one pane (a click, or ``selected_a`` / ``selected_b`` set from
-Python) selects the same reference node in every other pane, and so its counterpart there (``DiffWidget`` selects
-the counterpart of its ``selected_a``). A side's node without a reference counterpart clears the other panes.
-``selected`` is that reference node, and setting it selects it everywhere.
+The ``"graphwidget-nway"`` document travels once, gzip-compressed, in the ``_nway`` Bytes trait (the same bytes the
+export inlines, :func:`~graphwidget.views.nway_view.payload`; the same front-end bundle as the other widgets: a
+widget with ``_nway`` bytes shows the N-way view). Small traits sync both ways:
+
+* ``selected`` — the reference's selected node (or None). A click in any pane sets it to the clicked node's
+  reference counterpart (None for a node the reference lacks); setting it from Python selects that node and centres
+  it and its counterpart in every pane.
+* ``selected_all`` — read-only: the node selected in every pane, in side order (None where a pane has none; where a
+  side fused the node into a compiled region, that region's node, as the view marks it). :meth:`NWayWidget.select`
+  selects a node of any side.
+* ``colour_by`` — one colour metric for every pane (one shared scale; those every graph has values for).
+* ``height`` — pixels (at least 120); ``sync`` — pan and zoom every pane together.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
-import ipywidgets
 import traitlets
 
-from .diff_widget import DiffWidget
-from .nway_view import as_nway, colour, static_nway_html
+from .nway_view import as_nway, metrics, payload
+from .payload import COLOUR_METRICS
+from .widget import BaseWidget
 
 __all__ = ["NWayWidget"]
 
 
-class NWayWidget(ipywidgets.VBox):  # type: ignore[misc]
-    """``w.panes``: the diff widgets, one per side after the reference (in side order); ``w.selected``: the
-    reference node selected in every pane; ``w.selected_in(label)``: the node selected in that side's graph;
-    ``w.diff``: the MultiDiff.
+class NWayWidget(BaseWidget):
+    """Interactive N-pane view of a :class:`graphwidget.MultiDiff`.
 
-    >>> w = d.widget(height=400)            # doctest: +SKIP
+    >>> w = d.widget(height=500)            # doctest: +SKIP
     >>> w.selected = 3                      # reference node 3 and its counterpart in every pane
-    >>> w.selected_in("compiled")
+    >>> w.selected_in("compiled")           # the node selected in that side's graph
+    >>> w.select(7, "refactor")             # a node of another side: every pane follows
     """
 
-    selected = traitlets.Int(None, allow_none=True)
+    _nway = traitlets.Bytes(b"").tag(sync=True)
+    selected = traitlets.Int(None, allow_none=True).tag(sync=True)
+    selected_all = traitlets.List(traitlets.Int(None, allow_none=True), read_only=True).tag(sync=True)
+    colour_by = traitlets.Enum(COLOUR_METRICS, default_value="grad_bytes").tag(sync=True)
+    height = traitlets.Int(600).tag(sync=True)
+    sync = traitlets.Bool(True).tag(sync=True)
+    _NO_VALUES = ("not every graph has", "compare with profile=True for times")
 
-    def __init__(self, diff: Any, *, height: int = 500, colour_by: Optional[str] = None, **kwargs: Any) -> None:
+    def __init__(self, diff: Any, *, height: int = 600, selected: Optional[int] = None,
+                 colour_by: Optional[str] = None, sync: bool = True, **kwargs: Any) -> None:
+        self._check_kwargs(kwargs)
         d = as_nway(diff, "NWayWidget")
         self.diff = d
-        self.panes: List[DiffWidget] = [DiffWidget(d.pair(0, k), height=height, colour_by=colour_by or colour(d))
-                                        for k in range(1, len(d.sides))]
-        self._following = False
-        super().__init__([ipywidgets.HTML(static_nway_html(d))] + self.panes, **kwargs)
-        for p in self.panes:
-            p.observe(self._pane_changed, names=["selected_a", "selected_b"])
+        self._metrics = metrics(d)
+        gz, colour = payload(d)
+        super().__init__(_nway=gz, height=height, sync=sync, colour_by=colour_by or colour, **kwargs)
+        self.set_trait("selected_all", [None] * len(d.sides))
+        if selected is not None:
+            self.selected = selected
 
-    def _pane_changed(self, change: Any) -> None:
-        if not self._following:
-            self._follow(change["owner"].selected_a, change["owner"])
+    @property
+    def available_metrics(self) -> Tuple[str, ...]:
+        """The colour metrics every graph has values for."""
+        return self._metrics
 
-    def _follow(self, ref: Optional[int], source: Any = None) -> None:
-        self._following = True
-        try:
-            for p in self.panes:
-                if p is not source and p.selected_a != ref:
-                    p.selected_a = ref
-                    if ref is None:
-                        p.selected_b = None
-            self.selected = ref
-        finally:
-            self._following = False
+    def _accepted(self) -> Tuple[str, ...]:
+        return ("height", "selected", "colour_by", "sync") + self._EXTRA_KWARGS
+
+    def _plain(self) -> str:
+        return f"NWayWidget {self.diff.headline()}"
+
+    # -- selection --------------------------------------------------------------------------------------------------
+    def _everywhere(self, side: int, node: Optional[int]) -> List[Optional[int]]:
+        """What the view selects when ``node`` of side ``side`` is: its counterpart in every pane through the
+        reference, or the compiled region that covers the reference's node where a side fused it
+        (``js/src/nway/model.ts``'s ``counterparts``)."""
+        d = self.diff
+        if node is None:
+            return [None] * len(d.sides)
+        got = d.counterparts(side, node)
+        ref = got[d.sides[0]]
+        out: List[Optional[int]] = []
+        for j, label in enumerate(d.sides):
+            v = got[label]
+            if v is None and ref is not None:
+                v = next((r["node"] for r in d.regions(j) if ref in r["covers"]), None)
+            out.append(v)
+        return out
+
+    def select(self, node: Optional[int], side: Any = 0) -> None:
+        """Select node ``node`` of side ``side`` (a label or an index; default the reference) and its counterpart in
+        every pane; ``None`` clears every pane."""
+        k = self.diff._index(side, "NWayWidget.select")
+        if node is not None and node not in self.diff.graphs[self.diff.sides[k]].nx:
+            raise traitlets.TraitError(f"select: side {self.diff.sides[k]!r} has no node {node}")
+        every = self._everywhere(k, node)
+        with self.hold_trait_notifications():
+            self.set_trait("selected_all", every)
+            self.selected = every[0]
+
+    def selected_in(self, label: Any) -> Optional[int]:
+        """The node selected in side ``label``'s graph."""
+        return self.selected_all[self.diff._index(label, "selected_in")]
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: Any) -> Optional[int]:
@@ -67,13 +111,8 @@ class NWayWidget(ipywidgets.VBox):  # type: ignore[misc]
 
     @traitlets.observe("selected")
     def _selected(self, change: Any) -> None:
-        if not self._following:
-            self._follow(change["new"])
-
-    def selected_in(self, label: Any) -> Optional[int]:
-        """The node selected in side ``label``'s graph."""
-        k = self.diff._index(label, "selected_in")
-        return self.selected if k == 0 else self.panes[k - 1].selected_b
-
-    def __repr__(self) -> str:
-        return f"NWayWidget {self.diff.headline()}"
+        # A click arrives with both traits (the front end saves them together): they agree, nothing to do. Python's
+        # `w.selected = n` brings every pane's selection along.
+        every = self.selected_all
+        if not every or every[0] != change["new"]:
+            self.set_trait("selected_all", self._everywhere(0, change["new"]))

@@ -13,8 +13,10 @@ from typing import Any, Dict
 import fixtures as fx
 import pytest
 import traitlets
+from nway_models import three_ways
 from pagekit import FAKE_MODEL_JS, STATIC, wait_ready
 
+import graphwidget as gw
 from graphwidget.views.widget import GraphWidget
 
 ORIGIN = "http://widget.test/"
@@ -194,3 +196,86 @@ def test_undecodable_data_shows_an_error_not_an_exception(watched: Any) -> None:
     # asserting that nothing happens: an exception from the failed view would reach us as a page error a moment later
     page.wait_for_timeout(100)
     page_.assert_clean()
+
+
+# ---- the N-way widget (a MultiDiff in Jupyter): the same bundle, `_nway` bytes -----------------------------------
+
+NWAY_API = "document.querySelector('.gw-nway').graphwidget"
+
+
+@pytest.fixture(scope="module")
+def three_way() -> Any:
+    sides, x = three_ways()
+    return gw.compare(sides, x, advise=False)
+
+
+def mount_nway(watched: Any, w: Any) -> Any:
+    page_ = open_host_page(watched)
+    page = page_.page
+    state = {"_nway": base64.b64encode(w._nway).decode("ascii"), "selected": w.selected,
+             "selected_all": w.selected_all, "colour_by": w.colour_by, "height": w.height, "sync": w.sync}
+    page.evaluate("""s => {
+      const model = new window.FakeModel({ ...s, _nway: window.toView(s._nway) }, ["selected", "selected_all"]);
+      window.model = model;
+      window.cleanup = window.widget.render({ model, el: document.getElementById('host') });
+    }""", state)
+    wait_ready(page)
+    page.evaluate(f"() => {NWAY_API}.idle()")
+    return page_
+
+
+def nway_api(page: Any, expr: str) -> Any:
+    return page.evaluate(f"async () => {{ const a = {NWAY_API}; return await ({expr}); }}")
+
+
+def test_nway_widget_draws_every_pane_and_a_click_syncs_back(watched: Any, three_way: Any) -> None:
+    d = three_way
+    widget = d.widget(height=560)
+    w = mount_nway(watched, widget)
+    page = w.page
+    assert page.evaluate("document.getElementById('host').getBoundingClientRect().height") == 560
+    assert page.locator(".gw-nway-pane").count() == 3 and nway_api(page, "a.panes()") == list(d.sides)
+    for k, label in enumerate(d.sides):
+        assert nway_api(page, f"a.graphNodeCount({k})") == len(d.graphs[label])
+    # a real click on a matched node of the refactor's pane
+    refactor = d.pair(0, 1)
+    target = x = y = None
+    for node in nway_api(page, "a.visibleNodeIds(1)"):
+        if refactor.counterpart(node, "b") is None:
+            continue
+        pos = nway_api(page, f"a.nodeScreenPosition({node}, 1)")
+        hit = pos and page.evaluate("([x, y]) => { const t = document.elementFromPoint(x, y); return !!t && "
+                                    "t === document.querySelectorAll('.gw-nway-pane')[1].querySelector('canvas'); }",
+                                    [pos["x"], pos["y"]])
+        if hit:
+            target, x, y = node, pos["x"], pos["y"]
+            break
+    assert target is not None, "no matched node of the refactor's pane is under the pointer"
+    page.mouse.click(x, y)
+    page.wait_for_function(f"() => window.model.get('selected_all')[1] === {target}")
+    nway_api(page, "a.idle()")
+    # what reaches Python is what Python computes for that node, and what every pane shows
+    widget.set_state({"selected": page.evaluate("window.model.get('selected')"),
+                      "selected_all": page.evaluate("window.model.get('selected_all')")})
+    ref = refactor.counterpart(target, "b")
+    assert widget.selected == ref and widget.selected_all == widget._everywhere(1, target)
+    assert nway_api(page, "a.selectedAll()") == widget.selected_all
+    assert page.evaluate("window.model.saved") == [{"selected": ref, "selected_all": widget.selected_all}]
+    # the kernel selects a node the compiled side fused: every pane follows, nothing is echoed back
+    lin = d.graphs["eager"].nodes(op="AddmmBackward0")[0]
+    widget.selected = lin
+    page.evaluate("all => { window.model.set('selected', all[0]); window.model.set('selected_all', all); }",
+                  widget.selected_all)
+    page.wait_for_function(f"() => {NWAY_API}.selected(0) === {lin}")
+    nway_api(page, "a.idle()")
+    assert nway_api(page, "a.selectedAll()") == widget.selected_all == [lin, d.counterparts(0, lin)["refactor"],
+                                                                       d.regions("compiled")[0]["node"]]
+    assert page.evaluate("window.model.saved.length") == 1
+    # colour and sync follow the model; cleanup removes the view
+    page.evaluate("window.model.set('colour_by', 'output_bytes')")
+    assert nway_api(page, "a.colour()") == "output_bytes"
+    page.evaluate("window.model.set('sync', false)")
+    assert nway_api(page, "a.sync()") is False
+    page.evaluate("window.cleanup()")
+    assert page.evaluate("document.getElementById('host').children.length") == 0
+    w.assert_clean()

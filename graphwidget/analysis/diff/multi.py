@@ -288,8 +288,8 @@ class MultiDiff:
 
     # -- views ----------------------------------------------------------------------------------------------------
     def widget(self, **kwargs: Any) -> Any:
-        """The N panes in one widget: until the front end draws N synced panes, one diff view (reference, side)
-        per side, stacked, with a selection in one pane followed by every other (``docs/nway.md``)."""
+        """The N panes in one widget (:class:`~graphwidget.views.nway_widget.NWayWidget`): the export's N-way view,
+        one pane per side side by side, a selection in one pane followed by every other (``docs/nway.md``)."""
         from ...views.nway_widget import NWayWidget
         return NWayWidget(self, **kwargs)
 

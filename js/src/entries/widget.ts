@@ -1,12 +1,14 @@
 /**
  * anywidget entry: `export default { render }` (the form anywidget recommends; a named `render` export makes it log a
- * deprecation notice). A widget with non-empty `_diff` bytes shows the diff view (diff-widget.ts); otherwise the
+ * deprecation notice). A widget with non-empty `_nway` bytes shows the N-way view (nway-widget.ts), one with non-empty
+ * `_diff` bytes the diff view (diff-widget.ts); otherwise the
  * graph view: small traits sync both ways (`selected`, `colour_by`, `height`) and the graph itself arrives once as
  * gzip-compressed JSON bytes in `_graph`.
  */
 import { App } from "../ui/app";
 import { isMetricName } from "../model/colour";
 import { renderDiff } from "./diff-widget";
+import { renderNway } from "./nway-widget";
 
 export interface WidgetModel {
   get(name: string): unknown;
@@ -24,6 +26,7 @@ function hasBytes(v: unknown): boolean {
 }
 
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
+  if (hasBytes(model.get("_nway"))) return renderNway({ model, el });
   if (hasBytes(model.get("_diff"))) return renderDiff({ model, el });
   return renderGraph({ model, el });
 }

@@ -100,6 +100,7 @@ def test_a_click_selects_the_counterparts_in_every_pane_and_reaches_the_kernel(o
 
 def test_the_kernels_selection_reaches_every_pane(opened: Dict[str, Any]) -> None:
     nb = opened["nb"]
+    nb.run(1, timeout=120_000)  # its own widget: this test does not rely on the one before having run
     root = nb.widget_root(1, timeout=120_000)
     nb.run(3)
     lin = int(nb.output_text(3).split("lin:")[1].split()[0])

@@ -24,6 +24,7 @@ from typing import Any, Dict
 
 import pytest
 import torch
+from torch_facts import STORE_MAY_GO_FIRST
 
 import graphwidget as gw
 from graphwidget.analysis.ranks import RankSet
@@ -115,11 +116,16 @@ def test_a_rank_that_raises_stops_the_others_with_its_error(tmp_path: Path) -> N
     # No collective inside the step: the others reach graphwidget's wait and stop as soon as rank 2 reports.
     res = launch("raise_nocomm", tmp_path)
     assert res[2]["raised"] == "ValueError"
+    named = 0
     for r in (0, 1, 3):
         assert res[r]["raised"] == "RankError", res[r]
+        assert res[r]["ended_at"] - res[2]["raised_at"] < 30  # the wait's timeout is 60 s
+        if STORE_MAY_GO_FIRST and "lost the job's store" in res[r]["message"]:
+            continue  # torch 2.4: the store went down before this rank read rank 2's error (tests/torch_facts.py)
         assert "rank 2 raised ValueError: rank 2 broke on purpose" in res[r]["message"]
         assert "dist_worker.py" in res[r]["message"]  # the line that raised
-        assert res[r]["ended_at"] - res[2]["raised_at"] < 30  # the wait's timeout is 60 s
+        named += 1
+    assert named >= 1  # the error reached the others
     # Under DDP the others are blocked in the backward's allreduce when rank 2 raises in its forward: they stop
     # when rank 2's process ends (gloo sees the peer gone), and name rank 2 as the cause.
     res = launch("raise", tmp_path / "ddp")
@@ -138,7 +144,9 @@ def test_a_rank_that_never_arrives_times_out_everywhere(tmp_path: Path) -> None:
             res[r]["message"], res[r]
         assert res[r]["seconds"] < 6 + 30
     # the late rank does not wait for ranks that are gone: it stops at once, saying they gave up
-    assert res[2]["raised"] == "RankError" and "stopped waiting" in res[2]["message"]
+    assert res[2]["raised"] == "RankError"
+    if not (STORE_MAY_GO_FIRST and "lost the job's store" in res[2]["message"]):  # torch 2.4: tests/torch_facts.py
+        assert "stopped waiting" in res[2]["message"], res[2]
 
 
 @pytest.mark.slow

@@ -8,7 +8,10 @@ on torch 2.4, and a test whose expectation is one of them says so here, not in a
 - ``HAS_INPUT_METADATA``: torch 2.4 has no ``grad_fn._input_metadata``: a plain capture knows a non-leaf node's
   outputs only where a consumer saved their size (``gw.trace``/``gw.profile`` record them in the forward);
 - ``HAS_SAVED_HOOK_FACTS``: torch 2.4's ``SavedTensor`` has no ``unpack_hook``/``data``: capture cannot tell a saved
-  tensor behind hooks (checkpoint, save_on_cpu) without unpacking it, so it unpacks it and says so.
+  tensor behind hooks (checkpoint, save_on_cpu) without unpacking it, so it unpacks it and says so;
+- ``STORE_MAY_GO_FIRST``: under torch 2.4's ``torchrun`` the job's store can be gone before a rank reads another
+  rank's error from it (it goes down with the process hosting it): that rank stops with "lost the job's store"
+  instead of naming the other rank's error. Still a clear error, and no hang.
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ def _records_full_slices() -> bool:
 
 
 FULL_SLICES = _records_full_slices()
+
+STORE_MAY_GO_FIRST = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5)
 
 #: Node counts of the seed graphs (homography repeat, broadcast) on this torch.
 SEED_NODES = (73, 71) if FULL_SLICES else (49, 59)

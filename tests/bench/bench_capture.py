@@ -4,9 +4,10 @@ Run: .venv/bin/python tests/bench/bench_capture.py [--quick] [--sizes 10000 1000
          [--python-1m] [--fan-in 100000 200000] [--pipeline 1000000]
 (``--quick``: 10k and 100k nodes, fan-in 100k only; what tests/bench/report.py runs for docs/performance.md.)
 Graphs: ``chain``, n-1 tiny element-wise ops in a row (each saves a tensor or nothing) on one leaf; ``dag``, a wide
-random DAG built in torch: each op reads the op made last and up to two of the 9 values made last (add, mul, tanh,
-relu, addcmul), 6 % of the values are fresh leaves, the root sums the last 8 (like tests/bench/bench_diff.py's random DAG,
-but captured).
+random DAG built in torch: each op reads the op made last and up to two of the 9 values made last, 6 % of the values
+are fresh leaves, the root sums the last 8 (like tests/bench/bench_diff.py's random DAG, but captured); its ops save no
+tensor (adds, subtractions, scalar products: the cost of the structure); ``dag+saved``, the same DAG with ops that save
+one or two tensors each (products, quotients, tanh, relu, sigmoid, addcmul).
 The floor (``bare DFS``) is the cheapest possible walk over ``next_functions`` with the cyclic GC paused, as capture
 runs. Targets: full annotated capture (the compiled core) <= 3x the floor at 100k nodes and beyond, on the chain
 (issue 2) and on the DAG (issue 20); the pure-Python engine <= 6x the floor at 1M nodes (issue 20, --python-1m).
@@ -51,10 +52,12 @@ def make_chain(n: int) -> torch.Tensor:
     return y
 
 
-def make_dag(n: int, seed: int = 0, edits: int = 0) -> torch.Tensor:
+def make_dag(n: int, seed: int = 0, edits: int = 0, saves: bool = False) -> torch.Tensor:
     """A wide random DAG of about ``n`` autograd nodes: each op reads the op made last and up to two of the 9 values
-    made last, 6 % of the values are fresh leaves; the root sums the last 8. ``edits``: that many ops (chosen by the seed) become a different op
-    and as many get an extra ``exp`` after them (the B side of a diff)."""
+    made last, 6 % of the values are fresh leaves; the root sums the last 8. The ops save no tensor (adds,
+    subtractions, scalar multiplications: the graph's structure alone) unless ``saves`` (products, tanh, relu,
+    addcmul: most nodes then save one or two tensors). ``edits``: that many ops (chosen by the seed) become a
+    different op and as many get an extra op after them (the B side of a diff)."""
     rng = random.Random(seed)
     w = torch.full((4,), 1.0001)
     changed = set(rng.sample(range(n // 10, n - 10), 2 * edits)) if edits else set()
@@ -67,19 +70,20 @@ def make_dag(n: int, seed: int = 0, edits: int = 0) -> torch.Tensor:
         last = len(vals) - 1
         ins = sorted({made, *(rng.randrange(max(0, last - 8), last + 1) for _ in range(rng.randint(0, 2)))})
         made = last + 1
-        op = rng.randrange(5)
-        a = vals[ins[0]]
+        op = rng.randrange(4)
         if k in changed and k % 2:  # re-typed
-            op = (op + 1) % 5
+            op = (op + 1) % 4
+        a = vals[ins[0]]
         if len(ins) == 1:
-            y = a * w if op == 0 else a + 0.5 if op == 1 else a.tanh() if op == 2 else a.relu() if op == 3 else a - 0.25
+            y = _UNARY[saves][op](a, w)
         elif len(ins) == 2:
-            b = vals[ins[1]]
-            y = a * b if op % 2 else a + b
-        else:
+            y = _BINARY[saves][op % 2](a, vals[ins[1]])
+        elif saves:
             y = torch.addcmul(a, vals[ins[1]], vals[ins[2]])
+        else:
+            y = torch.add(a, vals[ins[1]], alpha=2.0) - vals[ins[2]]  # two nodes
         if k in changed and not k % 2:  # an op inserted after it
-            y = y.exp()
+            y = y.exp() if saves else y * 1.5
         vals.append(y)
     out = vals[-8]
     for v in vals[-7:]:
@@ -87,7 +91,17 @@ def make_dag(n: int, seed: int = 0, edits: int = 0) -> torch.Tensor:
     return out.sum()
 
 
-MAKERS = {"chain": make_chain, "dag": make_dag}
+_UNARY = {False: (lambda a, w: a + 0.5, lambda a, w: a * 2.0, lambda a, w: -a, lambda a, w: a - 0.25),
+          True: (lambda a, w: a * w, lambda a, w: a.tanh(), lambda a, w: a.relu(), lambda a, w: a.sigmoid())}
+_BINARY = {False: (lambda a, b: a + b, lambda a, b: a - b), True: (lambda a, b: a * b, lambda a, b: a / b)}
+
+
+def make_dag_saved(n: int) -> torch.Tensor:
+    """:func:`make_dag` with ops that save tensors."""
+    return make_dag(n, saves=True)
+
+
+MAKERS = {"chain": make_chain, "dag": make_dag, "dag+saved": make_dag_saved}
 
 
 def bare_dfs(root) -> int:
@@ -179,7 +193,7 @@ def best(n: int, fn, make, reps: int) -> Tuple[float, float]:
 def sizes_table(args: argparse.Namespace) -> None:
     print("wall / CPU seconds; ratio = CPU time / the floor's CPU time (the wall-time ratio in brackets); verdicts "
           "on the CPU ratio")
-    print(f"{'graph':<6} {'nodes':>9} {'bare DFS':>15} {'capture':>15} {'ratio':>12} {'target':<14} "
+    print(f"{'graph':<9} {'nodes':>9} {'bare DFS':>15} {'capture':>15} {'ratio':>12} {'target':<14} "
           f"{'python':>15} {'ratio':>12} {'target':<14} {'to_json':>8} {'load_json':>9} {'load':>5}")
     for kind in args.kinds:
         make = MAKERS[kind]
@@ -204,7 +218,7 @@ def sizes_table(args: argparse.Namespace) -> None:
             t = time.perf_counter()
             gw.load_json(text)
             tl = time.perf_counter() - t
-            print(f"{kind:<6} {len(g):>9} {dfs:>7.2f}/{dfs_c:>6.2f}s {cap:>7.2f}/{cap_c:>6.2f}s "
+            print(f"{kind:<9} {len(g):>9} {dfs:>7.2f}/{dfs_c:>6.2f}s {cap:>7.2f}/{cap_c:>6.2f}s "
                   f"{cap_c / dfs_c:>5.2f} ({cap / dfs:>4.1f}) {core_goal:<14} {py_cols} {tj:>7.2f}s {tl:>8.2f}s "
                   f"{os.getloadavg()[0]:>5.1f}", flush=True)
             del g, y, text

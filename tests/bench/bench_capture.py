@@ -60,7 +60,8 @@ def make_dag(n: int, seed: int = 0, edits: int = 0, saves: bool = False) -> torc
     different op and as many get an extra op after them (the B side of a diff)."""
     rng = random.Random(seed)
     w = torch.full((4,), 1.0001)
-    changed = set(rng.sample(range(n // 10, n - 10), 2 * edits)) if edits else set()
+    # the edits come from their own generator: A and B share the recipe's random stream
+    changed = set(random.Random(seed + 1).sample(range(n // 10, n - 10), 2 * edits)) if edits else set()
     vals = [torch.randn(4, requires_grad=True) for _ in range(3)]
     made = 2  # the op made last (at first a leaf): every op reads it, so every value is captured
     for k in range(3, n - 9):

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeDocument, decodeGraph, normaliseGraph } from "../src/model/decode";
 import { GraphModel } from "../src/model/graph";
-import { MAX_PAYLOAD_BYTES, unpackPayload } from "../src/model/packed";
+import { MAX_PAYLOAD_BYTES, gunzip, unpackPayload } from "../src/model/packed";
 import { decodeDiff } from "../src/diff/decode";
 import { NODE_KEYS, EDGE_KEYS } from "../src/schema/types";
 import { PayloadBuilder, gzipBytes } from "./pack";
@@ -94,7 +94,9 @@ describe("the binary payload", () => {
     const raw = b.finish(packedThree(b));
     const odd = new Uint8Array(raw.length + 3);
     odd.set(raw, 3);
+    const copy = odd.slice();
     expect((await decodeGraph(new DataView(odd.buffer, 3, raw.length))).nodes[1].code).toBe("y = x * x");
+    expect(odd).toEqual(copy); // the caller's bytes are left as they were (ids add up their deltas in a copy)
   });
 
   it("puts packed graphs inside a diff document", async () => {
@@ -127,6 +129,13 @@ describe("a payload that cannot be shown says why", () => {
   it("refuses a payload bigger than the viewer holds before inflating it", async () => {
     const msg = await refused(packedBytes((b) => packedThree(b), { total: MAX_PAYLOAD_BYTES + 8 }));
     expect(msg).toMatch(/more than this viewer can hold/);
+  });
+
+  it("stops inflating at the limit, in words for what the bytes are", async () => {
+    const json = new TextEncoder().encode(JSON.stringify({ ...records, pad: "x".repeat(5000) }));
+    await expect(gunzip(await gzipBytes(json), 1000)).rejects.toThrow(/more than 1,000 bytes of JSON text, longer than this browser can hold in one string; export the graph again/);
+    const b = new PayloadBuilder();
+    await expect(gunzip(await gzipBytes(b.finish(packedThree(b))), 100)).rejects.toThrow(/more than this viewer can hold/);
   });
 
   it("refuses a truncated or overlong payload", async () => {

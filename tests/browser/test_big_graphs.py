@@ -19,7 +19,6 @@ from typing import Any, Dict, List, Tuple
 
 import fixtures as fx
 import pytest
-from pagekit import wait_ready
 
 from graphwidget.model.graph import GradGraph
 from graphwidget.model.io import from_dict

@@ -11,7 +11,7 @@ import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
 import { normaliseFindings } from "./findings";
 import { normaliseMeta } from "./meta";
 import { columnarGraph } from "./columnar";
-import { PayloadError, unpackPayload, type PackedGraph, type Unpacked } from "./packed";
+import { AGAIN, PayloadError, unpackPayload, type PackedGraph, type Unpacked } from "./packed";
 
 export { base64ToBytes, gunzip, isGzip, toBytes } from "./packed";
 
@@ -37,7 +37,7 @@ export function parseJson(bytes: Uint8Array): unknown {
   const text = new TextDecoder("utf-8").decode(bytes);
   if (!text.length && bytes.length) {
     // V8 holds at most 2**29 - 24 characters in a string, and Chromium's TextDecoder returns "" past it
-    throw new PayloadError(`the graph data is ${(bytes.length / 2 ** 20).toFixed(0)} MiB of JSON text, longer than this browser can hold in one string; export the graph again with a current graphwidget (it sends graphs as binary columns, which have no such limit)`);
+    throw new PayloadError(`the graph data is ${(bytes.length / 2 ** 20).toFixed(0)} MiB of JSON text, longer than this browser can hold in one string; ${AGAIN}`);
   }
   return JSON.parse(text);
 }

@@ -25,6 +25,11 @@ const FIXED = 20;
  * besides: past this a tab would more likely be killed for memory than show the graph, so the view says so instead.
  */
 export const MAX_PAYLOAD_BYTES = 2 ** 31 - 1;
+/**
+ * An older payload is one JSON text, which V8 holds in at most 2**29 - 24 UTF-16 units (three UTF-8 bytes each at
+ * most): inflating past this cannot give a text the page can parse.
+ */
+export const MAX_JSON_BYTES = 3 * (2 ** 29 - 24);
 /** Rows of a graph (nodes or edges) this reader accepts: typed arrays index them with 32-bit integers. */
 export const MAX_ROWS = 2 ** 31 - 1;
 
@@ -107,7 +112,7 @@ export function isGzip(bytes: Uint8Array): boolean {
 }
 
 function mib(n: number): string {
-  return `${(n / 2 ** 20).toFixed(0)} MiB`;
+  return n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(0)} MiB` : `${n.toLocaleString("en")} bytes`;
 }
 
 /**
@@ -124,6 +129,8 @@ export async function gunzip(bytes: Uint8Array, limit = MAX_PAYLOAD_BYTES): Prom
   let size = 0;
   let out: Uint8Array | null = null;
   let probed = false;
+  /** the packed payload's own length (null: not known yet, or an older payload) */
+  let total: number | null = null;
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -135,11 +142,16 @@ export async function gunzip(bytes: Uint8Array, limit = MAX_PAYLOAD_BYTES): Prom
         continue;
       }
       size += value.length;
-      if (size > limit) throw new PayloadError(`the graph data inflates to more than ${mib(limit)}, more than this viewer can hold; show a smaller graph (a part of it)`);
       chunks.push(value);
-      if (probed || size < FIXED) continue;
-      probed = true;
-      const total = packedLength(concat(chunks, size));
+      if (!probed && size >= FIXED) {
+        probed = true;
+        total = packedLength(concat(chunks, size));
+        if (total === null) limit = Math.min(limit, MAX_JSON_BYTES); // an older payload: one JSON text
+      }
+      if (size > limit) {
+        throw new PayloadError(total === null ? `the graph data is more than ${mib(limit)} of JSON text, longer than this browser can hold in one string; ${AGAIN}`
+          : `the graph data inflates to more than ${mib(limit)}, more than this viewer can hold; show a smaller graph (a part of it)`);
+      }
       if (total !== null) {
         if (total > limit) throw new PayloadError(`the graph data is ${mib(total)}, more than this viewer can hold (${mib(limit)}); show a smaller graph (a part of it)`);
         if (total < size) throw new PayloadError(`the graph data inflates to more than the ${total.toLocaleString("en")} bytes its header gives: the payload is damaged`);
@@ -159,6 +171,9 @@ export async function gunzip(bytes: Uint8Array, limit = MAX_PAYLOAD_BYTES): Prom
   }
   return concat(chunks, size);
 }
+
+/** What to do about an older payload too long for one string. */
+export const AGAIN = "export the graph again with a current graphwidget (it sends graphs as binary columns, which have no such limit)";
 
 function concat(chunks: Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0];
@@ -188,9 +203,10 @@ function packedLength(bytes: Uint8Array): number | null {
  */
 export async function unpackPayload(value: unknown): Promise<{ value: Unpacked; transfer: ArrayBuffer[] }> {
   const t0 = performance.now();
-  let bytes = isBase64Data(value) ? base64ToBytes(value.base64) : toBytes(value);
-  if (isGzip(bytes)) bytes = await gunzip(bytes);
+  const given = isBase64Data(value) ? base64ToBytes(value.base64) : toBytes(value);
+  let bytes = isGzip(given) ? await gunzip(given) : given;
   if (!isPacked(bytes)) return { value: { kind: "json", bytes, ms: performance.now() - t0 }, transfer: [] };
+  if (bytes === given && !isBase64Data(value)) bytes = bytes.slice(); // the caller's bytes: reading adds up deltas in place
   const transfer: ArrayBuffer[] = [];
   const doc = readPacked(bytes, transfer);
   return { value: { kind: "packed", doc, ms: performance.now() - t0 }, transfer };

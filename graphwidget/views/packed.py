@@ -63,6 +63,7 @@ _INT32 = (-(2**31), 2**31 - 1)
 _NONE = type(None)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # ensure_ascii: one byte per character
+_escape = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
 def _le(a: array) -> bytes:
@@ -208,8 +209,8 @@ def _field(records: List[Dict[str, Any]], key: str) -> List[Any]:
 def _texts(values: List[Any], types: set) -> Tuple[List[Any], Dict[Any, str]]:
     """A key per value (equal keys: the same JSON text) and the JSON text of each key. Strings are their own keys,
     encoded once each; any other value is encoded, and its text is its key."""
-    if types <= {str, _NONE}:
-        return values, {k: _dumps(k) for k in dict.fromkeys(values)}
+    if types <= {str, _NONE}:  # json's own C string escaper, without an encoder call per value
+        return values, {k: "null" if k is None else _escape(k) for k in dict.fromkeys(values)}
     ids = list(map(id, values))
     objs = dict(zip(ids, values))  # ``values`` keeps every object alive: one id, one object
     if len(objs) * 2 <= len(ids):  # a capture shares one output record among the nodes with the same outputs

@@ -1,7 +1,7 @@
 /**
  * A packed graph (model/packed.ts) as the GraphDoc the views read, without a record per node in memory: every node
  * and edge is a small object holding its row number, and its fields are getters on a prototype shared by the
- * graph's rows, reading the columns. A field is normalised as decode.ts normalises a record (absent optional
+ * graph's rows, reading the columns. A field is normalised as a record's is (fields.ts) (absent optional
  * fields are null), once per table entry for a table column, on read for the others. The JSON text of a `rows`
  * column is parsed when that row's field is read (the inspector, a tooltip), never for the whole graph at load.
  *
@@ -11,6 +11,7 @@ import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
 import { normaliseFindings } from "./findings";
 import { rowReader, type PackedColumn, type PackedGraph } from "./packed";
 import { normaliseMeta } from "./meta";
+import { EDGE_FIELDS, NODE_FIELDS, num, type Normalise } from "./fields";
 
 /** The typed arrays behind a columnar GraphDoc's ids and edges. */
 export interface GraphColumns {
@@ -25,44 +26,6 @@ const COLUMNS = new WeakMap<GraphDoc, GraphColumns>();
 export function columnsOf(doc: GraphDoc): GraphColumns | null {
   return COLUMNS.get(doc) ?? null;
 }
-
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const obj = (v: unknown): object | null => (v && typeof v === "object" ? v : null);
-const list = (v: unknown): unknown[] | null => (Array.isArray(v) ? v : null);
-
-type Normalise = (v: unknown) => unknown;
-
-/** How decode.ts normalises each node field (absent column: the value of `undefined`). */
-const NODE_FIELDS: Record<string, Normalise> = {
-  op: (v) => (typeof v === "string" ? v : String(v ?? "?")),
-  kind: (v) => (typeof v === "string" ? v : "backward"),
-  outputs: list,
-  saved: arr,
-  attrs: (v) => obj(v) ?? {},
-  saved_bytes: (v) => num(v) ?? 0,
-  tensor: obj,
-  source: str,
-  code: str,
-  module: str,
-  out_stride: list,
-  out_contiguous: list,
-  seq: num,
-  fwd_ms: num,
-  bwd_ms: num,
-  grad_bytes: num,
-  peak_bytes: num,
-  rank_spread_ms: num,
-};
-
-const EDGE_FIELDS: Record<string, Normalise> = {
-  output: num,
-  slot: num,
-  shape: list,
-  dtype: str,
-  also: list,
-};
 
 const raw: Normalise = (v) => v;
 

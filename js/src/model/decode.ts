@@ -11,6 +11,7 @@ import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
 import { normaliseFindings } from "./findings";
 import { normaliseMeta } from "./meta";
 import { columnarGraph } from "./columnar";
+import { EDGE_FIELDS, NODE_FIELDS } from "./fields";
 import { AGAIN, PayloadError, unpackPayload, type PackedGraph, type Unpacked } from "./packed";
 
 export { base64ToBytes, gunzip, isGzip, toBytes } from "./packed";
@@ -54,12 +55,6 @@ function isPackedGraph(v: unknown): v is PackedGraph {
 function arr<T>(v: unknown): T[] {
   return Array.isArray(v) ? (v as T[]) : [];
 }
-function numOrNull(v: unknown): number | null {
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
-}
-function strOrNull(v: unknown): string | null {
-  return typeof v === "string" ? v : null;
-}
 
 /**
  * Checks the envelope and fills absent optional fields with null, so the views never test for undefined.
@@ -78,11 +73,7 @@ export function normaliseGraph(raw: unknown): GraphDoc {
     // in place, as for nodes
     e.source = Number(e.source);
     e.target = Number(e.target);
-    e.output = numOrNull(e.output);
-    e.slot = numOrNull(e.slot);
-    e.shape = Array.isArray(e.shape) ? e.shape : null;
-    e.dtype = strOrNull(e.dtype);
-    e.also = Array.isArray(e.also) ? e.also : null;
+    for (const [k, norm] of EDGE_ENTRIES) e[k] = norm(e[k]);
     return e as unknown as GraphEdge;
   });
   return {
@@ -96,26 +87,12 @@ export function normaliseGraph(raw: unknown): GraphDoc {
   };
 }
 
+const NODE_ENTRIES = Object.entries(NODE_FIELDS);
+const EDGE_ENTRIES = Object.entries(EDGE_FIELDS);
+
 /** Fills a node record in place (the record is freshly parsed: copying 100k records would only cost time). */
 function normaliseNode(n: Record<string, unknown>): GraphNode {
   n.id = Number(n.id);
-  n.op = typeof n.op === "string" ? n.op : String(n.op ?? "?");
-  n.kind = typeof n.kind === "string" ? n.kind : "backward";
-  n.outputs = Array.isArray(n.outputs) ? n.outputs : null;
-  n.saved = arr(n.saved);
-  n.attrs = n.attrs && typeof n.attrs === "object" ? n.attrs : {};
-  n.saved_bytes = numOrNull(n.saved_bytes) ?? 0;
-  n.tensor = n.tensor && typeof n.tensor === "object" ? n.tensor : null;
-  n.source = strOrNull(n.source);
-  n.code = strOrNull(n.code);
-  n.module = strOrNull(n.module);
-  n.out_stride = Array.isArray(n.out_stride) ? n.out_stride : null;
-  n.out_contiguous = Array.isArray(n.out_contiguous) ? n.out_contiguous : null;
-  n.seq = numOrNull(n.seq);
-  n.fwd_ms = numOrNull(n.fwd_ms);
-  n.bwd_ms = numOrNull(n.bwd_ms);
-  n.grad_bytes = numOrNull(n.grad_bytes);
-  n.peak_bytes = numOrNull(n.peak_bytes);
-  n.rank_spread_ms = numOrNull(n.rank_spread_ms);
+  for (const [k, norm] of NODE_ENTRIES) n[k] = norm(n[k]);
   return n as unknown as GraphNode;
 }

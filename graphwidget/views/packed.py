@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import operator
 import struct
 import sys
@@ -124,6 +125,8 @@ class Packer:
             return {"ints": self.add(_le(_int32(values))), "nulls": nulls, "delta": False}
         if any(isinstance(v, int) and abs(v) > schema.MAX_SAFE_INT for v in nums):
             return None
+        if float in types and not all(map(math.isfinite, nums)):  # NaN would come back as null: refuse it
+            raise ValueError("Out of range float values are not JSON compliant")
         return {"nums": self.add(_le(array("d", (float("nan") if v is None else v for v in values))))}
 
     def column(self, values: List[Any]) -> Dict[str, Any]:
@@ -149,6 +152,14 @@ class Packer:
                     "index": self._index(list(map(pos.__getitem__, keys)), len(distinct))}
         return self._rows(list(map(text.__getitem__, keys)))
 
+    def _checked(self, values: List[Any], at: str) -> Dict[str, Any]:
+        try:
+            return self.column(values)
+        except ValueError as exc:
+            if "JSON compliant" not in str(exc):
+                raise
+            raise ValueError(f"the {at} hold NaN or Infinity, which JSON cannot carry; set it to None.") from None
+
     def ids(self, values: List[int]) -> Dict[str, Any]:
         """Ids and edge ends: int32 deltas when they fit (ids count up by one: the deltas compress to nothing)."""
         deltas = [values[0], *map(operator.sub, values[1:], values[:-1])] if values else []
@@ -163,13 +174,13 @@ class Packer:
         attrs = list(node.values())
         nodes: Dict[str, Any] = {"count": len(attrs), "id": self.ids(list(node))}
         for key in schema.node_keys(g.meta):
-            nodes[key] = self.column(_field(attrs, key))
+            nodes[key] = self._checked(_field(attrs, key), f"nodes' \"{key}\"")
         src = list(chain.from_iterable(map(repeat, succ, map(len, succ.values()))))
         tgt = list(chain.from_iterable(succ.values()))
         eattrs = list(chain.from_iterable(map(dict.values, succ.values())))
         edges: Dict[str, Any] = {"count": len(src), "source": self.ids(src), "target": self.ids(tgt)}
         for key in schema.EDGE_KEYS:
-            edges[key] = self.column(_field(eattrs, key))
+            edges[key] = self._checked(_field(eattrs, key), f"edges' \"{key}\"")
         return {"$packed": "graph", "format": schema.FORMAT, "version": schema.VERSION, "meta": dict(g.meta),
                 "findings": g.findings, "nodes": nodes, "edges": edges}
 
@@ -232,17 +243,25 @@ def _c_encoder() -> Any:
     def default(o: Any) -> Any:
         raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
     try:
-        return make({}, default, encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+        return make(_MARKERS, default, encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
     except TypeError:  # pragma: no cover - a signature this release does not know: the plain encoder
         return None
 
 
+#: The containers being encoded (the C encoder's check against cycles; empty between calls)
+_MARKERS: Dict[int, Any] = {}
 _C = _c_encoder()
 
 
 def _encode(v: Any) -> str:
     """``v`` as compact ASCII JSON (NaN refused), as ``_dumps`` writes it."""
-    return "".join(_C(v, 0)) if _C is not None else _dumps(v)
+    if _C is None:  # pragma: no cover
+        return _dumps(v)
+    try:
+        return "".join(_C(v, 0))
+    except BaseException:
+        _MARKERS.clear()  # an encoding stopped half-way leaves its containers marked
+        raise
 
 
 def _align(n: int) -> int:

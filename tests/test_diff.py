@@ -526,6 +526,9 @@ def test_hostile_labels_are_escaped_in_static_html_and_figure() -> None:
     assert evil not in bundle["text/html"] and "&lt;img src=x" in bundle["text/html"]
     fig = d.figure()
     assert all("<img" not in (tr.name or "") for tr in fig.data)
+    # the title names both labels too: escaped there as well (plotly renders its HTML; an <a href> would be live)
+    assert fig.layout.title.text == "&lt;img src=x onerror=alert(1)&gt; vs b&amp;b per op type"
+    assert all("<" not in (a.text or "") for a in fig.layout.annotations)
 
 
 def test_diff_works_without_torch(tmp_path: Path) -> None:

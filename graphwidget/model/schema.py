@@ -422,6 +422,7 @@ _MEMORY: _Spec = {
     "allocator_peak": (_is_int, "an integer (bytes)"), "baseline": (_is_int, "an integer (bytes)"),
     "module_inputs": (lambda v: isinstance(v, dict) and all(_int_list(x) for x in v.values()),
                       "an object mapping module paths to lists of storage ids"),
+    "inputs": (_int_list, "a list of storage ids (saved tensors that existed before the step)"),
     "backward": _BOOL,
 }
 _META: _Spec = {

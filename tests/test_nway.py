@@ -6,7 +6,6 @@ stacked panes of the export and the widget) carry every pane and link their sele
 """
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any, Dict
@@ -20,6 +19,7 @@ import graphwidget as gw
 from graphwidget.analysis.diff import fusion
 from graphwidget.analysis.diff.multi import MultiDiff
 from graphwidget.experiment.nway_speed import order
+from graphwidget.views.packed import unpack
 
 dynamo = pytest.importorskip("torch._dynamo")
 
@@ -292,7 +292,8 @@ def test_the_widget_carries_the_exports_document_and_selects_through_the_referen
     assert isinstance(w, NWayWidget) and w.height == 300 and w.sync is True
     gz, colour = payload(d)
     assert w._nway == gz and w._nway[:2] == b"\x1f\x8b" and w.colour_by == colour  # the export's bytes
-    assert json.loads(gzip.decompress(w._nway))["labels"] == list(d.sides)
+    sent = unpack(w._nway)
+    assert sent["labels"] == list(d.sides) and sent["graphs"] == [d.graphs[x].to_dict(version=1) for x in d.sides]
     assert w.selected is None and w.selected_all == [None, None, None]
     lin = d.graphs["eager"].nodes(op="AddmmBackward0")[0]
     (reg,) = d.regions("compiled")

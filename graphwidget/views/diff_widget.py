@@ -1,7 +1,8 @@
 """``DiffWidget``: two autograd graphs side by side in Jupyter, matched node to node (anywidget, public API only).
 
-The diff document travels once, gzip-compressed, in the ``_diff`` Bytes trait (the same front-end bundle as
-:class:`~graphwidget.GraphWidget`: a widget with ``_diff`` bytes shows the diff view). Small traits sync both ways:
+The diff document travels once, as the binary payload of :mod:`.packed`, in the ``_diff`` Bytes trait (the same
+front-end bundle as :class:`~graphwidget.GraphWidget`: a widget with ``_diff`` bytes shows the diff view). Small
+traits sync both ways:
 
 * ``selected_a`` / ``selected_b`` — the selected node of A / B (or None). Clicking a node selects it and its
   counterpart; setting one from Python selects that node, centres it and sets the other to its counterpart (None

@@ -2,9 +2,9 @@
 only): the export's N-way view (``js/src/nway/``), one pane per side, the reference once, side by side, on one colour
 scale, a selection in one pane followed by every other.
 
-The ``"graphwidget-nway"`` document travels once, gzip-compressed, in the ``_nway`` Bytes trait (the same bytes the
-export inlines, :func:`~graphwidget.views.nway_view.payload`; the same front-end bundle as the other widgets: a
-widget with ``_nway`` bytes shows the N-way view). Small traits sync both ways:
+The ``"graphwidget-nway"`` document travels once, as the binary payload of :mod:`.packed`, in the ``_nway`` Bytes
+trait (the same bytes the export inlines, :func:`~graphwidget.views.nway_view.payload`; the same front-end bundle as
+the other widgets: a widget with ``_nway`` bytes shows the N-way view). Small traits sync both ways:
 
 * ``selected`` — the reference's selected node (or None). A click in any pane sets it to the clicked node's
   reference counterpart (None for a node the reference lacks); setting it from Python selects that node and centres

@@ -1,7 +1,7 @@
 """``GraphWidget``: the interactive autograd-graph view for Jupyter (anywidget, public API only).
 
-The graph travels to the browser once, as gzip-compressed JSON in the ``_graph`` Bytes trait; the browser inflates
-it with the native ``DecompressionStream``. Small traits sync both ways:
+The graph travels to the browser once, as the binary payload of :mod:`.packed` (typed columns, gzip-compressed) in
+the ``_graph`` Bytes trait; the browser unpacks it in a worker. Small traits sync both ways:
 
 * ``selected`` — id of the selected node (or None). Clicking a node sets it; setting it from Python selects the node
   in the view (opening any group it is in) and centres it.

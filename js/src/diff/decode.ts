@@ -1,16 +1,15 @@
 /**
- * Decoding the diff document: the same bytes as a graph (gzip or plain UTF-8 JSON, from the `_diff` trait or a
- * base64 <script> block), checked and with absent optional fields filled, so the views never test for undefined.
+ * Decoding the diff document: the same payload as a graph (model/decode.ts: binary, or gzip'd UTF-8 JSON from an
+ * older export; from the `_diff` trait or a base64 <script> block), checked and with absent optional fields filled,
+ * so the views never test for undefined.
  */
-import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
+import { decodeDocument, normaliseGraph, type Unpacker } from "../model/decode";
 import { normaliseFindings } from "../model/findings";
 import type { Finding } from "../schema/types";
 import { TOTAL_KEYS, type ChangeRow, type DiffDoc, type DiffSummary, type DiffTiming, type DiffTotals, type Equivalence, type RowCosts, type TotalKey } from "../schema/diff";
 
-export async function decodeDiff(value: unknown): Promise<DiffDoc> {
-  let bytes = toBytes(value);
-  if (isGzip(bytes)) bytes = await gunzip(bytes);
-  return normaliseDiff(JSON.parse(new TextDecoder("utf-8").decode(bytes)));
+export async function decodeDiff(value: unknown, unpacker?: Unpacker | null, timings?: { unpack: number }): Promise<DiffDoc> {
+  return normaliseDiff(await decodeDocument(value, unpacker, timings));
 }
 
 type Obj = Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * The anywidget binding of the diff view. Traits: `_diff` (gzip JSON of the diff document), `selected_a` and
+ * The anywidget binding of the diff view. Traits: `_diff` (the diff document's payload: model/decode.ts), `selected_a` and
  * `selected_b` (node ids or null, both ways), `colour_by`, `height`, `sync` (both ways).
  * A click sets both selections (the clicked node and its counterpart, or null) with one save_changes. Setting
  * `selected_a` / `selected_b` from Python selects and centres that node and its counterpart, without writing back.

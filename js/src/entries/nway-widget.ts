@@ -1,5 +1,5 @@
 /**
- * The anywidget binding of the N-way view (the export's NWayApp, js/src/nway/app.ts). Traits: `_nway` (gzip JSON of
+ * The anywidget binding of the N-way view (the export's NWayApp, js/src/nway/app.ts). Traits: `_nway` (the payload of
  * the "graphwidget-nway" document, the bytes the export inlines), `selected` (the reference's node id or null) and
  * `selected_all` (the node id selected in every pane, null where none), `colour_by`, `height`, `sync` (both ways).
  * A click saves `selected` and `selected_all` with one save_changes. A change of `selected_all` from Python (which

@@ -3,7 +3,7 @@
  * deprecation notice). A widget with non-empty `_nway` bytes shows the N-way view (nway-widget.ts), one with non-empty
  * `_diff` bytes the diff view (diff-widget.ts); otherwise the
  * graph view: small traits sync both ways (`selected`, `colour_by`, `height`) and the graph itself arrives once as
- * gzip-compressed JSON bytes in `_graph`.
+ * the binary payload (model/decode.ts) in `_graph`.
  */
 import { App } from "../ui/app";
 import { isMetricName } from "../model/colour";

@@ -4,7 +4,8 @@
  * sentence and, for the ranks of one job, the per-rank record. Decoded from the same bytes as a graph (gzip or
  * plain UTF-8 JSON) and checked, with absent optional fields filled, so the views never test for undefined.
  */
-import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
+import { decodeDocument, normaliseGraph, type Unpacker } from "../model/decode";
+import { isBase64Data } from "../model/packed";
 import type { GraphDoc } from "../schema/types";
 
 /** A compiled region of one side (docs/nway.md §2): its node there and the reference nodes it covers. */
@@ -98,11 +99,9 @@ const msList = (v: unknown): (number | null)[] => arr(v).map(num);
 const msByRank = (v: unknown): Record<string, (number | null)[]> =>
   Object.fromEntries(Object.entries(obj(v)).map(([k, x]) => [k, msList(x)]));
 
-export async function decodeNway(value: unknown): Promise<NWayDoc> {
-  if (value && typeof value === "object" && !ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer)) return normaliseNway(value);
-  let bytes = toBytes(value);
-  if (isGzip(bytes)) bytes = await gunzip(bytes);
-  return normaliseNway(JSON.parse(new TextDecoder("utf-8").decode(bytes)));
+export async function decodeNway(value: unknown, unpacker?: Unpacker | null, timings?: { unpack: number }): Promise<NWayDoc> {
+  if (value && typeof value === "object" && !ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer) && !isBase64Data(value)) return normaliseNway(value);
+  return normaliseNway(await decodeDocument(value, unpacker, timings));
 }
 
 export function normaliseNway(raw: unknown): NWayDoc {

@@ -7,6 +7,7 @@
  */
 import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
 import { normaliseFindings } from "./findings";
+import { arr, num, str } from "./read";
 
 const GZIP_MAGIC0 = 0x1f;
 const GZIP_MAGIC1 = 0x8b;
@@ -39,22 +40,27 @@ export function base64ToBytes(b64: string): Uint8Array {
   return out;
 }
 
-/** Bytes (gzip or plain UTF-8 JSON) → validated, normalised document. */
-export async function decodeGraph(value: unknown): Promise<GraphDoc> {
+/** Bytes (gzip or plain UTF-8 JSON) → the parsed value (any of the documents). */
+export async function parseBytes(value: unknown): Promise<unknown> {
   let bytes = toBytes(value);
   if (isGzip(bytes)) bytes = await gunzip(bytes);
-  const text = new TextDecoder("utf-8").decode(bytes);
-  return normaliseGraph(JSON.parse(text));
+  return JSON.parse(new TextDecoder("utf-8").decode(bytes));
 }
 
-function arr<T>(v: unknown): T[] {
-  return Array.isArray(v) ? (v as T[]) : [];
+/** Bytes (gzip or plain UTF-8 JSON) → validated, normalised document. */
+export async function decodeGraph(value: unknown): Promise<GraphDoc> {
+  return normaliseGraph(await parseBytes(value));
 }
-function numOrNull(v: unknown): number | null {
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
-}
-function strOrNull(v: unknown): string | null {
-  return typeof v === "string" ? v : null;
+
+/**
+ * Checks a document's `format` (absent is accepted unless `required`: older files) and that its version is one this
+ * viewer reads (1); `what` names the document in the error ("graph", "diff", "N-way document").
+ */
+export function checkFormat(o: Record<string, unknown>, format: string, what: string, required = false): void {
+  if ((required || o.format !== undefined) && o.format !== format) throw new Error(`not a graphwidget ${what} (format=${String(o.format)})`);
+  if (typeof o.version === "number" && o.version > 1) {
+    throw new Error(`${what} format version ${o.version} is newer than this viewer (1); update graphwidget`);
+  }
 }
 
 /**
@@ -64,20 +70,17 @@ function strOrNull(v: unknown): string | null {
 export function normaliseGraph(raw: unknown): GraphDoc {
   if (!raw || typeof raw !== "object") throw new Error("graph JSON must be an object");
   const o = raw as Record<string, unknown>;
-  if (o.format !== undefined && o.format !== "graphwidget") throw new Error(`not a graphwidget graph (format=${String(o.format)})`);
-  if (typeof o.version === "number" && o.version > 1) {
-    throw new Error(`graph format version ${o.version} is newer than this viewer (1); update graphwidget`);
-  }
+  checkFormat(o, "graphwidget", "graph");
   const m = (o.meta && typeof o.meta === "object" ? o.meta : {}) as Record<string, unknown>;
   const nodes = arr<Record<string, unknown>>(o.nodes).map(normaliseNode);
   const edges = arr<Record<string, unknown>>(o.edges).map((e): GraphEdge => {
     // in place, as for nodes
     e.source = Number(e.source);
     e.target = Number(e.target);
-    e.output = numOrNull(e.output);
-    e.slot = numOrNull(e.slot);
+    e.output = num(e.output);
+    e.slot = num(e.slot);
     e.shape = Array.isArray(e.shape) ? e.shape : null;
-    e.dtype = strOrNull(e.dtype);
+    e.dtype = str(e.dtype);
     e.also = Array.isArray(e.also) ? e.also : null;
     return e as unknown as GraphEdge;
   });
@@ -86,8 +89,8 @@ export function normaliseGraph(raw: unknown): GraphDoc {
     version: typeof o.version === "number" ? o.version : 1,
     meta: {
       ...m,
-      torch: strOrNull(m.torch),
-      title: strOrNull(m.title),
+      torch: str(m.torch),
+      title: str(m.title),
       roots: arr<number>(m.roots),
       traced: m.traced === true,
       timed: m.timed === true,
@@ -118,18 +121,18 @@ function normaliseNode(n: Record<string, unknown>): GraphNode {
   n.outputs = Array.isArray(n.outputs) ? n.outputs : null;
   n.saved = arr(n.saved);
   n.attrs = n.attrs && typeof n.attrs === "object" ? n.attrs : {};
-  n.saved_bytes = numOrNull(n.saved_bytes) ?? 0;
+  n.saved_bytes = num(n.saved_bytes) ?? 0;
   n.tensor = n.tensor && typeof n.tensor === "object" ? n.tensor : null;
-  n.source = strOrNull(n.source);
-  n.code = strOrNull(n.code);
-  n.module = strOrNull(n.module);
+  n.source = str(n.source);
+  n.code = str(n.code);
+  n.module = str(n.module);
   n.out_stride = Array.isArray(n.out_stride) ? n.out_stride : null;
   n.out_contiguous = Array.isArray(n.out_contiguous) ? n.out_contiguous : null;
-  n.seq = numOrNull(n.seq);
-  n.fwd_ms = numOrNull(n.fwd_ms);
-  n.bwd_ms = numOrNull(n.bwd_ms);
-  n.grad_bytes = numOrNull(n.grad_bytes);
-  n.peak_bytes = numOrNull(n.peak_bytes);
-  n.rank_spread_ms = numOrNull(n.rank_spread_ms);
+  n.seq = num(n.seq);
+  n.fwd_ms = num(n.fwd_ms);
+  n.bwd_ms = num(n.bwd_ms);
+  n.grad_bytes = num(n.grad_bytes);
+  n.peak_bytes = num(n.peak_bytes);
+  n.rank_spread_ms = num(n.rank_spread_ms);
   return n as unknown as GraphNode;
 }

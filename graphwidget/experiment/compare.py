@@ -167,9 +167,10 @@ class Side:
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
 
-    def run(self) -> None:
-        """Forward under the recorder (source lines, module paths), capture with named leaves, and the gradient of
-        every leaf with ``torch.autograd.grad`` (no ``.grad`` is written)."""
+    def run(self, like: Optional[Namer] = None) -> None:
+        """Forward under the recorder (source lines, module paths), capture with named leaves (a tensor ``like``
+        names too — the reference side's — with that name), and the gradient of every leaf with
+        ``torch.autograd.grad`` (no ``.grad`` is written)."""
         rec = Recorder()
         try:
             with rec:
@@ -186,6 +187,8 @@ class Side:
             raise ValueError(f"graphwidget.compare: side {self.side} ({self.label!r}) returned {describe(out)} with "
                              f"no tensor that requires grad, so there is no backward to compare: {why}.")
         name_modules(self.namer, rec.top_modules)
+        if like is not None:
+            self.namer.align(like)
         self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
                                         roots=roots, who="graphwidget.compare")
         self.leaves = leaf_tensors(roots)
@@ -382,7 +385,7 @@ def run_sides(sides: Sequence[Side], state: State, args: Sequence[Any], kwargs: 
     for s in sides:
         state.reset()
         versions = {id(t): t._version for _, t in s.inputs.names}
-        s.run()
+        s.run(like=sides[0].namer if s is not sides[0] else None)
         s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
     for s in sides[1:]:
         _same_structure(sides[0], s)

@@ -135,6 +135,54 @@ def test_a_graph_break_gives_two_regions_each_covering_its_part() -> None:
     assert first["shared_with"] == [second["node"]]
 
 
+def test_a_tensor_both_sides_use_has_the_references_name_on_both() -> None:
+    # the module itself names its weights "fc1.weight", a closure over it "block.fc1.weight": one tensor, one name
+    # (A's), so the leaves match by name (and what lies above them by identical sub-graphs)
+    torch.manual_seed(0)
+    block = Block()
+    x = torch.randn(2, 8, 32, requires_grad=True)
+    d = gw.compare(block, refactored(block), x, advise=False)
+
+    def names(g: gw.GradGraph) -> list:
+        return sorted(g.node(i)["tensor"]["name"] for i in g.nodes(op="AccumulateGrad"))
+
+    assert names(d.a) == names(d.b) and "fc1.weight" in names(d.b)
+    assert all(d._phases[i] == "anchor" for i in d.a.nodes(op="AccumulateGrad"))  # type: ignore[attr-defined]
+    assert d.equivalent and not any("(B: " in t["name"] for t in d.equivalence["tensors"])
+
+
+def test_a_region_in_the_middle_covers_only_what_it_compiled() -> None:
+    # Only the MLP compiled: the region sits between ordinary nodes (the attention's residual before it, the add
+    # after it), and covers exactly the reference's MLP nodes, whatever their line.
+    torch.manual_seed(0)
+    block = Block()
+    x = torch.randn(2, 8, 32, requires_grad=True)
+
+    def mlp(h: torch.Tensor) -> torch.Tensor:
+        return block.fc2(torch.nn.functional.gelu(block.fc1(block.ln2(h))))
+
+    fused = torch.compile(mlp, backend="aot_eager")
+
+    def partly(t: torch.Tensor) -> torch.Tensor:
+        y = block.ln1(t)
+        a, _ = block.attn(y, y, y, need_weights=False)
+        t = t + a
+        return (t + fused(t)).pow(2).mean()
+
+    d = gw.compare({"eager": block, "partly": partly}, x, advise=False)
+    (reg,) = d.regions("partly")
+    ref = d.graphs["eager"]
+    mlp_nodes = {i for i in ref.nx if ref.node(i)["op"] != "AccumulateGrad" and
+                 (ref.node(i)["module"] in ("ln2", "fc1", "fc2") or ref.node(i)["op"] == "GeluBackward0")}
+    assert set(reg["covers"]) == mlp_nodes, sorted((ref.node(i)["op"], ref.node(i)["module"]) for i in
+                                                   set(reg["covers"]) ^ mlp_nodes)
+    assert reg["ops"]["GeluBackward0"] == 1 and reg["ops"]["AddmmBackward0"] == 2
+    # the attention, the residual adds and the loss stay matched to ordinary nodes of the partly compiled side
+    for op in ("PowBackward0", "MeanBackward0", "NativeLayerNormBackward0"):
+        assert any(d.counterparts("eager", i)["partly"] is not None for i in ref.nodes(op=op))
+    assert d.equivalent
+
+
 def test_gw_diff_of_n_graphs_you_already_have(three: Dict[str, Any]) -> None:
     d: MultiDiff = three["d"]
     graphs = {label: gw.load_json(d.graphs[label].to_json()) for label in d.sides}

@@ -30,13 +30,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
 from .._util.stats import median
 from ..analysis.diff.verdicts import BAND, UNCLEAR, speed_verdict
 from ..profiling.checks import select_roots
+from .interleave import ORDER, alternate
 
 #: Rounds before the first look at the verdict.
 MIN_ROUNDS = 8
@@ -54,6 +55,8 @@ LEVEL = 0.95
 #: around it, so what it decides the final interval decides alike.
 LOOK_LEVEL = 0.99
 PHASES = ("step", "forward", "backward")
+
+T = TypeVar("T")
 
 #: The fastest forward, backward and step of a measurement, by wall clock (CUDA: events) then by CPU time (ms).
 Phase = Tuple[float, float, float, float, float, float]
@@ -196,32 +199,60 @@ def measure(sides: Sequence[Side], band: float = BAND, budget_s: float = 3.0, th
     sides' median ms, plus the ratios on the other clock, the threads used, the number of rounds and why sampling
     stopped. ``threads``: intra-op threads to time with (``None``: as configured, or 1 on a busy machine)."""
     cuda = sides[0].device.type == "cuda"
+    out, n, why = with_threads(threads, cuda, lambda: _measure(sides, band, budget_s, min_rounds, max_rounds, cuda))
+    out.update(threads=n, threads_why=why)
+    return out
+
+
+def with_threads(threads: Optional[int], cuda: bool, run: Callable[[], T]) -> Tuple[T, int, str]:
+    """``run()`` with the intra-op threads :func:`choose_threads` picks (torch's setting put back after), and how
+    many threads and why."""
     n, why = choose_threads(threads, cuda)
     before = torch.get_num_threads()
     try:
         if n != before:
             torch.set_num_threads(n)
-        out = _measure(sides, band, budget_s, min_rounds, max_rounds, cuda)
+        out = run()
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
-    out.update(threads=n, threads_why=why)
-    return out
+    return out, n, why
 
 
 def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: int, max_rounds: int,
              cuda: bool) -> Dict[str, Any]:
     a, b = sides
+    decided_on: List[bool] = []  # the clock the deciding look read (its verdict is the one to report)
+
+    def decided() -> bool:
+        look_cpu, look = _clock(a.samples, b.samples, cuda, band, level=LOOK_LEVEL)
+        if look["verdict"] != UNCLEAR:
+            decided_on.append(look_cpu)
+            return True
+        return False
+
+    sampled = sample(sides, alternate, decided, budget_s, min_rounds, max_rounds)
+    use_cpu = decided_on[0] if decided_on else _clock(a.samples, b.samples, cuda, band)[0]
+    why = ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
+           if use_cpu else "wall clock: its interval was the narrower") + (" at the look that decided" if decided_on
+                                                                            else "")
+    return record(a.samples, b.samples, cuda, use_cpu, band, sampled, budget_s, ORDER, why)
+
+
+def sample(sides: Sequence[Side], order: Callable[[int, int], Sequence[int]], decided: Callable[[], bool],
+           budget_s: float, min_rounds: int, max_rounds: int) -> Dict[str, Any]:
+    """Warm every side up, then measure every side once per round in ``order(round, n)`` until ``decided()`` (looked
+    at on whole pairs of rounds, after ``min_rounds``), the budget is spent or ``max_rounds`` ran; each
+    measurement goes to its side's ``samples``. Returns ``{"rounds", "inner", "stopped", "seconds"}``."""
     for s in sides:  # warm-up: first calls compile, allocate, fill caches
         s.measure(1)
     step_ms = min(s.measure(1)[2] for s in sides)
     inner = 1 if step_ms > SLOW_MS else max(MIN_INNER, min(MAX_INNER, math.ceil(TARGET_MS / max(step_ms, 1e-3))))
     start = time.perf_counter()
     stopped = "max rounds"
-    decided_on: Optional[bool] = None  # the clock the deciding look read (its verdict is the one to report)
     rounds, next_look = 0, max(2, min_rounds + min_rounds % 2)
     while rounds < max_rounds:
-        for i in ((0, 1) if rounds % 2 == 0 else (1, 0)):
+        for i in order(rounds, len(sides)):
             sides[i].samples.append(sides[i].measure(inner))
         rounds += 1
         if rounds % 2:
@@ -229,28 +260,28 @@ def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: in
         if rounds >= next_look:
             # looks grow apart (x1.25): each look is one more chance to stop on a streak, early looks matter most
             next_look = rounds + max(2, 2 * (rounds // 8))
-            look_cpu, look = _clock(a.samples, b.samples, cuda, band, level=LOOK_LEVEL)
-            if look["verdict"] != UNCLEAR:
-                stopped, decided_on = "decided", look_cpu
+            if decided():
+                stopped = "decided"
                 break
         if time.perf_counter() - start > budget_s and rounds >= MIN_ROUNDS_BUDGET:
             stopped = "budget"
             break
-    use_cpu = _clock(a.samples, b.samples, cuda, band)[0] if decided_on is None else decided_on
+    return {"rounds": rounds, "inner": inner, "stopped": stopped, "seconds": round(time.perf_counter() - start, 3)}
+
+
+def record(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, use_cpu: bool, band: float, sampled: Dict[str, Any],
+           budget_s: float, order: str, clock_why: str) -> Dict[str, Any]:
+    """The timing record of B's samples against A's on the chosen clock (:func:`measure`'s), every phase judged,
+    with the other clock's ratios beside; ``sampled``: :func:`sample`'s account."""
     out: Dict[str, Any] = {
         "clock": "cuda events" if cuda else ("cpu" if use_cpu else "wall"),
-        "clock_why": ("CUDA events around the forward and the backward" if cuda else
-                      ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
-                       if use_cpu else "wall clock: its interval was the narrower")
-                      + (" at the look that decided" if decided_on is not None else "")),
-        "band": band, "level": LEVEL, "rounds": rounds, "inner": inner, "stopped": stopped,
-        "budget_s": budget_s, "seconds": round(time.perf_counter() - start, 3), "order": "A,B,B,A,...",
-        "instrumented": False,
+        "clock_why": "CUDA events around the forward and the backward" if cuda else clock_why,
+        "band": band, "level": LEVEL, **sampled, "budget_s": budget_s, "order": order, "instrumented": False,
     }
     for phase in PHASES:
-        t = _judge(a.samples, b.samples, phase, use_cpu, band)
+        t = _judge(a, b, phase, use_cpu, band)
         if not cuda:
-            other = _judge(a.samples, b.samples, phase, not use_cpu, band)
+            other = _judge(a, b, phase, not use_cpu, band)
             t["wall" if use_cpu else "cpu"] = {k: other[k] for k in ("ratio", "low", "high", "verdict", "ms")}
         out[phase] = t
     return out

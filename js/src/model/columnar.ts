@@ -11,7 +11,8 @@ import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
 import { normaliseFindings } from "./findings";
 import { rowReader, type PackedColumn, type PackedGraph } from "./packed";
 import { normaliseMeta } from "./meta";
-import { EDGE_FIELDS, NODE_FIELDS, num, type Normalise } from "./fields";
+import { EDGE_FIELDS, NODE_FIELDS, type Normalise } from "./fields";
+import { num } from "./read";
 
 /** The typed arrays behind a columnar GraphDoc's ids and edges. */
 export interface GraphColumns {

@@ -13,6 +13,7 @@ import { normaliseMeta } from "./meta";
 import { columnarGraph } from "./columnar";
 import { EDGE_FIELDS, NODE_FIELDS } from "./fields";
 import { AGAIN, PayloadError, unpackPayload, type PackedGraph, type Unpacked } from "./packed";
+import { arr } from "./read";
 
 export { base64ToBytes, gunzip, isGzip, toBytes } from "./packed";
 
@@ -52,8 +53,15 @@ function isPackedGraph(v: unknown): v is PackedGraph {
   return !!v && typeof v === "object" && (v as PackedGraph).$packed === "graph";
 }
 
-function arr<T>(v: unknown): T[] {
-  return Array.isArray(v) ? (v as T[]) : [];
+/**
+ * Checks a document's `format` (absent is accepted unless `required`: older files) and that its version is one this
+ * viewer reads (1); `what` names the document in the error ("graph", "diff", "N-way document").
+ */
+export function checkFormat(o: Record<string, unknown>, format: string, what: string, required = false): void {
+  if ((required || o.format !== undefined) && o.format !== format) throw new Error(`not a graphwidget ${what} (format=${String(o.format)})`);
+  if (typeof o.version === "number" && o.version > 1) {
+    throw new Error(`${what} format version ${o.version} is newer than this viewer (1); update graphwidget`);
+  }
 }
 
 /**
@@ -64,10 +72,7 @@ export function normaliseGraph(raw: unknown): GraphDoc {
   if (isPackedGraph(raw)) return columnarGraph(raw);
   if (!raw || typeof raw !== "object") throw new Error("graph JSON must be an object");
   const o = raw as Record<string, unknown>;
-  if (o.format !== undefined && o.format !== "graphwidget") throw new Error(`not a graphwidget graph (format=${String(o.format)})`);
-  if (typeof o.version === "number" && o.version > 1) {
-    throw new Error(`graph format version ${o.version} is newer than this viewer (1); update graphwidget`);
-  }
+  checkFormat(o, "graphwidget", "graph");
   const nodes = arr<Record<string, unknown>>(o.nodes).map(normaliseNode);
   const edges = arr<Record<string, unknown>>(o.edges).map((e): GraphEdge => {
     // in place, as for nodes

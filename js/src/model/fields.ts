@@ -3,11 +3,10 @@
  * a value of the wrong type, or an absent one, becomes the field's empty value (mostly null), so the views never
  * test for undefined.
  */
+import { arr, num, str } from "./read";
+
 export type Normalise = (v: unknown) => unknown;
 
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-export const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 const obj = (v: unknown): object | null => (v && typeof v === "object" ? v : null);
 const list = (v: unknown): unknown[] | null => (Array.isArray(v) ? v : null);
 

@@ -1,8 +1,7 @@
 /** A graph document's `meta`, checked and with absent optional fields filled (for records and columns alike). */
 import type { GraphMeta } from "../schema/types";
 
-const arr = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : []);
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+import { arr, str } from "./read";
 
 export function normaliseMeta(raw: unknown): GraphMeta {
   const m = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;

@@ -149,10 +149,15 @@ def test_a_rank_that_raises_stops_the_others_with_its_error(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_a_rank_that_never_arrives_times_out_everywhere(tmp_path: Path) -> None:
     res = launch("hang", tmp_path)
+    named = 0
     for r in (0, 1, 3):
-        assert res[r]["raised"] == "RankError" and "ranks [2] did not finish their step within 6 s" in \
-            res[r]["message"], res[r]
+        assert res[r]["raised"] == "RankError", res[r]
         assert res[r]["seconds"] < 6 + 30
+        if STORE_MAY_GO_FIRST and "lost the job's store" in res[r]["message"]:
+            continue  # torch 2.4: the first rank to give up took the store down (tests/torch_facts.py)
+        assert "ranks [2] did not finish their step within 6 s" in res[r]["message"], res[r]
+        named += 1
+    assert named >= 1
     # the late rank does not wait for ranks that are gone: it stops at once, saying they gave up
     assert res[2]["raised"] == "RankError"
     if not (STORE_MAY_GO_FIRST and "lost the job's store" in res[2]["message"]):  # torch 2.4: tests/torch_facts.py

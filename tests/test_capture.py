@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import json
 import weakref
+from typing import Any, Dict, List, Tuple
 
 import networkx as nx
 import pytest
@@ -393,6 +394,68 @@ def test_a_plain_capture_puts_each_node_in_the_module_of_its_parameters() -> Non
     tops = {(d["module"] or "").split(".")[0] for d in nodes}
     assert tops == {"", "stem", "blocks", "fc"}
     assert {d["module"] for d in nodes if d["op"] == "ReluBackward0"} == {"stem", "blocks.0", "blocks.1"}
+
+
+def _blocks_ops(g: Any, prefix: str) -> Dict[str, List[str]]:
+    """Per block ``<prefix>.<k>``: the ops of its nodes in creation order."""
+    ops: Dict[str, List[Tuple[int, str]]] = {}
+    for _, d in g.nx.nodes(data=True):
+        parts = (d["module"] or "").split(".")
+        if d["kind"] != "leaf" and parts[0] == prefix and len(parts) > 1:
+            ops.setdefault(f"{prefix}.{parts[1]}", []).append((d["seq"], d["op"]))
+    return {k: [op for _, op in sorted(v)] for k, v in ops.items()}
+
+
+@pytest.mark.parametrize("kind", ["post-activation", "pre-norm"])
+def test_a_plain_capture_puts_the_same_nodes_in_every_one_of_identical_blocks(kind: str) -> None:
+    """Twelve identical residual blocks (names that sort 0, 1, 10, 11, 2, ...): the ops between blocks (the residual
+    add, the activation after it) go to the block that made them in every block alike, as trace puts them, so that
+    a view can fold the blocks ("blocks.0–11 · Block ×12")."""
+    from torch import nn
+
+    class PostActivation(nn.Module):  # ResNet's basic block: conv, bn, relu, conv, bn, add, relu
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+            self.conv2, self.bn2 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+            self.relu = nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.relu(x + self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x))))))
+
+    class PreNorm(nn.Module):  # a transformer block's shape: x + f(norm(x)), twice
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.fc1 = nn.LayerNorm(8), nn.Linear(8, 8)
+            self.ln2, self.fc2, self.act = nn.LayerNorm(8), nn.Linear(8, 8), nn.GELU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x + self.fc1(self.ln1(x)).softmax(-1)
+            return x + self.act(self.fc2(self.ln2(x)))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            block = PostActivation if kind == "post-activation" else PreNorm
+            self.inp = nn.Conv2d(3, 4, 1) if kind == "post-activation" else nn.Linear(3, 8)
+            self.blocks = nn.Sequential(*(block() for _ in range(12)))
+            self.out = nn.Linear(4 if kind == "post-activation" else 8, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.blocks(self.inp(x))
+            return self.out(h.mean((2, 3)) if kind == "post-activation" else h.mean(1))
+
+    torch.manual_seed(0)
+    model = Net()
+    x = torch.randn(2, 3, 6, 6) if kind == "post-activation" else torch.randn(2, 5, 3)
+    plain = gw.capture(model(x).sum(), module=model)
+    traced = gw.trace(lambda t: model(t).sum(), x)
+    got, want = _blocks_ops(plain, "blocks"), _blocks_ops(traced, "blocks")
+    assert set(got) == {f"blocks.{k}" for k in range(12)}
+    # every block alike (but the last: what follows the model's last block, the head's mean, has no parameter to
+    # say where it was made, and goes with the block), and as trace has them
+    assert all(ops == got["blocks.1"] for k, ops in got.items() if k != "blocks.11"), {k: len(v) for k, v in got.items()}
+    assert got["blocks.1"] == want["blocks.1"]
 
 
 def test_a_plain_capture_of_gpt2_places_every_parameter_op_as_trace_does() -> None:

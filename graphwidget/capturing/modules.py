@@ -11,6 +11,9 @@ has no forward to watch, but every parameter leaf is named (``layer3.2.conv1.wei
    parameters that could have made it (``stem.2``, a ``ReLU``, after ``stem.1``: in ``stem``); with owned nodes on
    one side only (the loss after the last layer), to the parent of theirs. Which of several modules running the
    same op made it is not recorded without a trace: these paths place nodes for reading, ``gw.trace`` records them.
+   "Nearest" is counted in edges, and ties between equally deep modules go to the nearer one, never to the one whose
+   name sorts first: so identical blocks get identical nodes (a residual ``add`` and the ``relu`` after it in every
+   block of ``layer3``, not in ``layer3.1`` for ``layer3.10``), and a view can fold them.
 
 A parameter shared by several modules (GPT-2's embedding and output layer hold one tensor) carries one name in the
 graph; an op consuming it goes to the sharing module whose class its op names (``EmbeddingBackward0``: the
@@ -22,7 +25,7 @@ alike, so that a view can say what a module is.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
@@ -72,8 +75,20 @@ def _depth(path: str) -> int:
     return path.count(".") + 1 if path else 0
 
 
-def _nearest(found: Iterable[str]) -> FrozenSet[str]:
-    return frozenset(sorted(set(found), key=lambda p: (-_depth(p), p))[:_KEEP])
+def _nearest(found: Iterable[Tuple[str, int]]) -> Dict[str, int]:
+    """The ``_KEEP`` nearest modules (path → distance in edges) among ``found``: nearest first, then deepest."""
+    best: Dict[str, int] = {}
+    for p, d in found:
+        if d < best.get(p, d + 1):
+            best[p] = d
+    if len(best) <= _KEEP:
+        return best
+    return dict(sorted(best.items(), key=lambda pd: (pd[1], -_depth(pd[0]), pd[0]))[:_KEEP])
+
+
+def _pick(candidates: List[Tuple[str, int]]) -> str:
+    """The deepest candidate module; among equally deep ones the nearest (names only break exact ties)."""
+    return max(candidates, key=lambda pd: (_depth(pd[0]), -pd[1], pd[0]))[0]
 
 
 def _by_class(op: str, paths: Iterable[str], classes: Dict[str, str]) -> Optional[str]:
@@ -124,14 +139,19 @@ def infer_modules(graph: Any, classes: Dict[str, str], aliases: Optional[Dict[st
                 or [transforms[u] for u in pred[v] if u in transforms])
         if mods:
             owner[v] = _common_all(mods)
-    before: Dict[Any, FrozenSet[str]] = {}
+    def step(near: Dict[str, int]) -> Iterable[Tuple[str, int]]:
+        return ((p, d + 1) for p, d in near.items())
+
+    before: Dict[Any, Dict[str, int]] = {}
     for v in order:
         if v not in owner:
-            before[v] = _nearest(p for u in pred[v] for p in ((owner[u],) if u in owner else before.get(u, ())))
-    after: Dict[Any, FrozenSet[str]] = {}
+            before[v] = _nearest(pd for u in pred[v]
+                                 for pd in (((owner[u], 1),) if u in owner else step(before.get(u, {}))))
+    after: Dict[Any, Dict[str, int]] = {}
     for v in reversed(order):
         if v not in owner:
-            after[v] = _nearest(p for w in succ[v] for p in ((owner[w],) if w in owner else after.get(w, ())))
+            after[v] = _nearest(pd for w in succ[v]
+                                for pd in (((owner[w], 1),) if w in owner else step(after.get(w, {}))))
     # modules that may hold a parameterless op made just after one of their children: a child without parameters
     owning = set(leaves.values())
     holds_free_ops = {_parent(path) for path in classes if path and path not in owning}
@@ -142,13 +162,16 @@ def infer_modules(graph: Any, classes: Dict[str, str], aliases: Optional[Dict[st
             continue
         found: Optional[str] = owner.get(v)
         if found is None:
-            up, down = before.get(v, frozenset()), after.get(v, frozenset())
+            up, down = before.get(v, {}), after.get(v, {})
             if up and down:
-                candidates = [_common(p, c) for p in up for c in down]
-                candidates += [_parent(p) for p in up if p and _parent(p) in holds_free_ops]
-                found = max(candidates, key=lambda p: (_depth(p), p))
+                candidates = [(_common(p, c), du + dc) for p, du in up.items() for c, dc in down.items()]
+                # the module around the owned node just before it (the nearest), if it has a parameterless child
+                first = min(up.values())
+                candidates += [(_parent(p), d) for p, d in up.items()
+                               if d == first and p and _parent(p) in holds_free_ops]
+                found = _pick(candidates)
             elif up or down:
-                found = _parent(max(up or down, key=lambda p: (_depth(p), p)))
+                found = _parent(_pick(list((up or down).items())))
         if found is not None:
             d["module"] = found
             filled += 1

@@ -8,7 +8,7 @@ import type { ViewGraph } from "../model/view";
 import { FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
 import type { Theme } from "./theme";
-import { drawStatus, drawStatusBadges } from "./marks";
+import { drawStatus } from "./marks";
 import { drawLabels } from "./labels";
 import { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF, box } from "./shapes";
 
@@ -221,7 +221,6 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
 
   // ---- text ----
   const st = drawLabels(ctx, cam, dpr, cssW, cssH, p, vis, visFrames, visibleEdges.concat(hiEdges), th);
-  if (p.status) drawStatusBadges(ctx, cam, dpr, cssW, cssH, p, vis, th);
   return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, labels: st.labels, legible: st.legible, itemLabels: st.items, ms: performance.now() - t0 };
 }
 

@@ -56,6 +56,9 @@ export interface DiffWidgetApi {
   selectFinding(i: number, side: SideName): Promise<number | null>;
   findingsText(): string;
   findingBadges(side: SideName): BadgeInfo[];
+  /** a side's status badges drawn in the last frame: `{id, status, label, x, y, w, h}`, the label its symbol (Δ + −)
+   * or a group's count, the centre and size in viewport CSS pixels */
+  statusBadges(side: SideName): { id: number | string; status: string; label: string; x: number; y: number; w: number; h: number }[];
   /** a side's drawn items on screen in the last frame and how many carry a legible label */
   labelStats(side: SideName): LabelStats;
   /** ids of a side's drawn items and open groups not wholly inside its pane */
@@ -150,6 +153,17 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     },
     findingsText: () => app.findingsText(),
     findingBadges: (s) => badgesOf(pane(s)),
+    statusBadges: (s) => {
+      const k = sideOf(s), p = app.panes[k], v = p?.view;
+      if (!p || !v) return [];
+      const r = p.canvas.getBoundingClientRect();
+      const names: Record<number, string> = { 2: "changed", 3: "added", 4: "removed" };
+      return p.statusBadges.map((b) => {
+        const it = v.items[b.item];
+        return { id: it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id, status: names[b.code] ?? "changed",
+          label: b.label, x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h };
+      });
+    },
     labelStats: (s) => labelStatsOf(pane(s)),
     outside: (s) => {
       const k = sideOf(s), v = app.panes[k]?.view;

@@ -31,10 +31,15 @@ describe("Camera", () => {
   });
 
   it("fits bounds into a viewport and centres on a point", () => {
-    const fit = Camera.fitBounds([0, 0, 1000, 500], 548, 548, 24);
+    const fit = Camera.fitBounds([0, 0, 1000, 500], 548, 548, 24, 1.25, 24);
     expect(fit.s).toBeCloseTo(0.5);
+    // by default the right border leaves the zoom buttons free: the drawing is centred in what is left
+    const clear = Camera.fitBounds([0, 0, 1000, 500], 568, 548);
+    expect(clear.s).toBeCloseTo(0.5);
+    expect(clear.tx + 1000 * clear.s).toBeCloseTo(568 - 44);
+    expect(clear.tx).toBeCloseTo(24);
     const c = new Camera();
-    c.fit([0, 0, 1000, 500], 548, 548, 24);
+    c.fit([0, 0, 1000, 500], 568, 548);
     expect(c.toScreen(500, 250)).toEqual([274, 274]);
     c.centreOn(10, 20, 200, 100, 2);
     expect(c.toScreen(10, 20)).toEqual([100, 50]);

@@ -86,9 +86,22 @@ def toolbar_overflow(page: Any) -> List[str]:
         return out; }""")
 
 
+def under_controls(page: Any, side: Any = None) -> List[str]:
+    """Drawn items that a pane's own controls cover: its zoom buttons, its minimap when shown, a diff pane's title."""
+    rects = api(page, "a.itemRects(arg)", side)
+    k = 0 if side in (None, "a") else 1
+    controls = page.evaluate("""(k) => { const pane = document.querySelectorAll('.gw-pane')[k];
+        return Array.from(pane.querySelectorAll('.gw-zoom, .gw-minimap, .gw-pane-title')).filter((e) => e.offsetParent !== null
+            && getComputedStyle(e).display !== 'none').map((e) => { const r = e.getBoundingClientRect();
+            return [e.className, r.left, r.top, r.right, r.bottom]; }); }""", k)
+    return [f"{r['id']} under {c[0]}" for r in rects for c in controls
+            if r["left"] < c[3] and c[1] < r["right"] and r["top"] < c[4] and c[2] < r["bottom"]]
+
+
 def check_first_view(page: Any, what: str) -> Dict[str, Any]:
     outside = api(page, "a.outside()")
     assert outside == [], f"{what}: drawn items or frames outside the pane at open: {outside[:8]}"
+    assert under_controls(page) == [], f"{what}: the pane's controls cover drawn items at open"
     st = api(page, "a.labelStats()")
     assert st["items"] > 0, f"{what}: nothing drawn"
     assert st["labelled"] >= 0.8 * st["items"], f"{what}: legible labels on {st['labelled']} of {st['items']} items"
@@ -124,8 +137,8 @@ def test_first_view_is_the_whole_model_legible(watched: Any, pages: Dict[str, Pa
         w.close()
 
 
-@pytest.mark.parametrize("name,how,n,cls", [("decoder12", "trace", 12, "DecoderBlock"), ("gpt2_12", "trace", 12, "GPT2Block"),
-                                           ("resnet34", "trace", 3, "BasicBlock")])
+@pytest.mark.parametrize("name,how,n,cls", [(name, how, n, cls) for how in ("trace", "capture") for name, n, cls in (
+    ("decoder12", 12, "DecoderBlock"), ("gpt2_12", 12, "GPT2Block"), ("resnet34", 3, "BasicBlock"))])
 def test_identical_blocks_fold_and_open_into_their_members(watched: Any, pages: Dict[str, Path], name: str, how: str,
                                                            n: int, cls: str) -> None:
     needs(name)
@@ -201,6 +214,7 @@ def test_seed_diff_opens_fitted_and_legible(watched: Any, pages: Dict[str, Path]
         shoot(page, f"seed-{width}-{scheme}")
         for side in ("a", "b"):
             assert api(page, "a.outside(arg)", side) == [], f"seed diff at {width} px: side {side} is cropped"
+            assert under_controls(page, side) == [], f"seed diff at {width} px: side {side}'s controls cover items"
             st = api(page, "a.labelStats(arg)", side)
             assert st["labelled"] >= 0.8 * st["items"], f"seed diff at {width} px, side {side}: {st}"
             # every marked item says what it is at any zoom: its badge carries Δ, + or −, or a group's count
@@ -290,10 +304,12 @@ def test_a_notebook_output_column_keeps_the_toolbar_whole_and_gives_the_diff_pan
     """JupyterLab in a 1000 px window gives an output ~570 px wide; a diff widget there is 600 px tall. Its toolbar
     stays one whole line, and its summary strip folds to the verdict sentence (the numbers one click away) instead of
     taking half of the height in rows of numbers."""
-    for key in ("seed", "decoder12-trace"):
+    for key in ("seed", "decoder12-trace", "gpt2_12-trace"):
         w = open_page(watched, pages[key], 570, height=600)
         page = w.page
         assert toolbar_overflow(page) == [], f"{key}: the toolbar at 570 px"
+        if key != "seed":
+            check_first_view(page, f"{key} at 570 x 600")
         if key == "seed":
             strip = page.locator(".gw-summary")
             assert strip.bounding_box()["height"] <= 0.25 * 600, "the strip leaves the panes their room"
@@ -301,6 +317,7 @@ def test_a_notebook_output_column_keeps_the_toolbar_whole_and_gives_the_diff_pan
             assert not page.locator(".gw-sum-cells").is_visible()
             for side in ("a", "b"):
                 assert api(page, "a.outside(arg)", side) == [], f"side {side} is cropped"
+                assert under_controls(page, side) == [], f"side {side}'s controls cover items"
             page.click(".gw-sum-toggle")
             assert page.locator(".gw-sum-cells").is_visible(), "the numbers are one click away"
             page.set_viewport_size({"width": 1400, "height": 900})

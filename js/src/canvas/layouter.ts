@@ -7,7 +7,7 @@ import type { GraphModel } from "../model/graph";
 import { DEFAULT_GROUPING, type Cluster, type Hierarchy } from "../model/grouping";
 import { buildView, expansionLevels, initialExpansion, viewArea, type ViewGraph } from "../model/view";
 import { LayoutClient } from "../layout/client";
-import { chooseAlgorithm, LEGIBLE_SCALE, type LayoutInput, type LayoutResult } from "../layout/types";
+import { chooseAlgorithm, fitRoom, LEGIBLE_SCALE, type LayoutInput, type LayoutResult } from "../layout/types";
 import type { PaneSize } from "../layout/wrap";
 import { viewBounds } from "./geometry";
 import { TITLE_FONT, type TextMeasurer } from "./measure";
@@ -170,14 +170,16 @@ export class Layouter {
 
 /** The area, in world units, that a pane shows at a legible zoom (what a view's boxes must fit in). */
 export function room(size: PaneSize): number {
-  return (Math.max(size.w - 48, 1) * Math.max(size.h - 48, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
+  const r = fitRoom(size.w, size.h);
+  return (Math.max(r.w, 1) * Math.max(r.h, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
 }
 
 /** Whether a laid-out view fits the pane whole at a zoom where its labels are legible. */
 export function fitsLegibly(view: ViewGraph, size: PaneSize): boolean {
   const b = viewBounds(view);
   if (!b) return true;
-  const s = Math.min((size.w - 48) / Math.max(b[2] - b[0], 1), (size.h - 48) / Math.max(b[3] - b[1], 1));
+  const r = fitRoom(size.w, size.h);
+  const s = Math.min(r.w / Math.max(b[2] - b[0], 1), r.h / Math.max(b[3] - b[1], 1));
   return s >= LEGIBLE_SCALE;
 }
 

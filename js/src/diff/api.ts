@@ -7,7 +7,7 @@ import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
 import type { CameraState } from "../canvas/camera";
 import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
-import { badgesOf, labelStatsOf, outsideOf, type BadgeInfo, type FindingSummary, type LabelStats } from "../ui/api";
+import { badgesOf, itemRectsOf, labelStatsOf, outsideOf, type BadgeInfo, type FindingSummary, type ItemRect, type LabelStats } from "../ui/api";
 
 export type SideName = "a" | "b";
 
@@ -63,6 +63,8 @@ export interface DiffWidgetApi {
   labelStats(side: SideName): LabelStats;
   /** ids of a side's drawn items and open groups not wholly inside its pane */
   outside(side: SideName): (number | string)[];
+  /** a side's drawn nodes and closed groups at least partly on screen, in viewport CSS pixels */
+  itemRects(side: SideName): ItemRect[];
   /** whether the side panel is shown, and where: "side" (beside the panes) or "below" (under them) */
   panel(): "side" | "below" | "hidden";
   readonly timings: Record<string, number | string>;
@@ -168,6 +170,10 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     outside: (s) => {
       const k = sideOf(s), v = app.panes[k]?.view;
       return outsideOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
+    },
+    itemRects: (s) => {
+      const k = sideOf(s), v = app.panes[k]?.view;
+      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
     },
     panel: () => {
       const side = app.root.querySelector<HTMLElement>(".gw-side");

@@ -307,6 +307,7 @@ def test_a_notebook_output_column_keeps_the_toolbar_whole_and_gives_the_diff_pan
     for key in ("seed", "decoder12-trace", "gpt2_12-trace"):
         w = open_page(watched, pages[key], 570, height=600)
         page = w.page
+        shoot(page, f"{key}-570x600")
         assert toolbar_overflow(page) == [], f"{key}: the toolbar at 570 px"
         if key != "seed":
             check_first_view(page, f"{key} at 570 x 600")

@@ -311,6 +311,8 @@ def test_a_notebook_output_column_keeps_the_toolbar_whole_and_gives_the_diff_pan
         assert toolbar_overflow(page) == [], f"{key}: the toolbar at 570 px"
         if key != "seed":
             check_first_view(page, f"{key} at 570 x 600")
+            # the model, not two boxes named transformer and lm_head: its fold of twelve blocks is drawn
+            assert any(g["kind"] == "repeat" for g in api(page, "a.groups()")), api(page, "a.groups()")
         if key == "seed":
             strip = page.locator(".gw-summary")
             assert strip.bounding_box()["height"] <= 0.25 * 600, "the strip leaves the panes their room"

@@ -8,7 +8,7 @@
  * room, at a fixed screen size.
  */
 import { darkFill } from "../model/colour";
-import { FONT_FAMILY, LABEL_FONT, SUB_FONT } from "./measure";
+import { cutText, FONT_FAMILY, LABEL_FONT, SUB_FONT } from "./measure";
 import { FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
 import type { Theme } from "./theme";
@@ -285,15 +285,7 @@ class Occupancy {
   }
 }
 
-/** Cuts text to a width with an ellipsis, at the end or (left) at the start. */
+/** Cuts text to a width in the current font (cutText: a trailing ×N stays). */
 function cut(ctx: CanvasRenderingContext2D, text: string, width: number, left: boolean): string {
-  if (ctx.measureText(text).width <= width) return text;
-  let lo = 0, hi = text.length;
-  const piece = (k: number) => (left ? `…${text.slice(text.length - k)}` : `${text.slice(0, k)}…`);
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(piece(mid)).width <= width) lo = mid; else hi = mid - 1;
-  }
-  return piece(lo);
+  return cutText((t) => ctx.measureText(t).width, text, width, left);
 }
-

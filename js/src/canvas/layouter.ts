@@ -158,14 +158,30 @@ export class Layouter {
         if (ok) { best = { view, res, input, tView, set: levels[k] }; break; }
         continue;
       }
-      // one or two boxes say nothing of the model: then the next level is taken, fitted, even if it is small
-      const bare = !!best && best.view.items.length < 3;
+      // one or two boxes say nothing of the model (GPT-2: `transformer` and `lm_head`, with the tied weight and an
+      // alias beside them): then the next level is taken, fitted, even if it is small
+      const bare = !!best && saysLittle(best.view, this.model.n);
       if (!best || ok || bare) best = { view, res, input, tView, set: levels[k] };
       if (!ok) break;
     }
     this.expanded = best!.set;
     return { ...best!, tView };
   }
+}
+
+/** A view of at most two closed groups that hold nearly the whole graph (what is drawn beside them is a few loose
+ * nodes) and no fold: it names the model's parts, not what they are. A fold ("h.0–11 · GPT2Block ×12") is already
+ * the summary. */
+export function saysLittle(view: ViewGraph, n: number): boolean {
+  if (view.items.length < 3) return true;
+  let groups = 0, held = 0;
+  for (const it of view.items) {
+    if (!it.cluster) continue;
+    if (it.cluster.kind === "repeat") return false;
+    groups++;
+    held += it.cluster.size;
+  }
+  return groups > 0 && groups <= 2 && held >= 0.9 * n;
 }
 
 /** The area, in world units, that a pane shows at a legible zoom (what a view's boxes must fit in). */

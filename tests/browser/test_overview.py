@@ -87,8 +87,10 @@ def toolbar_overflow(page: Any) -> List[str]:
 
 
 def under_controls(page: Any, side: Any = None) -> List[str]:
-    """Drawn items that a pane's own controls cover: its zoom buttons, its minimap when shown, a diff pane's title."""
+    """Drawn items, and labels drawn beside their box, that a pane's own controls cover: its zoom buttons, its
+    minimap when shown, a diff pane's title."""
     rects = api(page, "a.itemRects(arg)", side)
+    rects += [{"id": "a label beside its box", **r} for r in api(page, "a.labelStats(arg).beside", side)]
     k = 0 if side in (None, "a") else 1
     controls = page.evaluate("""(k) => { const pane = document.querySelectorAll('.gw-pane')[k];
         return Array.from(pane.querySelectorAll('.gw-zoom, .gw-minimap, .gw-pane-title')).filter((e) => e.offsetParent !== null

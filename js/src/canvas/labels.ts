@@ -9,7 +9,7 @@
  */
 import { darkFill } from "../model/colour";
 import { cutText, FONT_FAMILY, LABEL_FONT, SUB_FONT } from "./measure";
-import { FRAME_TITLE_H } from "../layout/types";
+import { FIT_PAD_RIGHT, FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
 import type { Theme } from "./theme";
 import { KIND_GROUP } from "./shapes";
@@ -22,8 +22,9 @@ const TITLE_PX = 11;
 /** zoomed out, group labels, frame titles and node labels that fit are drawn at this screen size */
 const SCREEN_LABEL_PX = 10.5;
 
-/** Labels drawn: in all, legible ones, and legible ones on items (node and group boxes, not frame titles). */
-export interface LabelStats { labels: number; legible: number; items: number; }
+/** Labels drawn: in all, legible ones, and legible ones on items (node and group boxes, not frame titles); `beside`:
+ * the group labels drawn beside their box, not in it ([x0, y0, x1, y1] in canvas CSS pixels). */
+export interface LabelStats { labels: number; legible: number; items: number; beside: [number, number, number, number][]; }
 
 /** Draws every label of the visible items and frames; returns how many, and how many are legible. */
 export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
@@ -75,7 +76,7 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
     ctx.fillText(`×${es[e].count}`, x, y);
   }
   // every label drawn here is at least LEGIBLE_PX on screen
-  return { labels: labels + titles, legible: labels + titles, items: labels };
+  return { labels: labels + titles, legible: labels + titles, items: labels, beside: [] };
 }
 
 /**
@@ -158,6 +159,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
   };
   for (const i of vis) boxes.add(screen(i));
   let count = 0, titles = 0;
+  const placedBeside: Rect[] = [];
   const fitText = (key: string, text: string, width: number, left: boolean): string => {
     const k = `${key}:${Math.floor(width / 6)}`;
     let out = p.fitted.get(k);
@@ -220,9 +222,11 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
       continue;
     }
     const beside: Rect = [x1 + 4, cy - fontPx / 2 - 1, x1 + 4 + Math.min(full, 220), cy + fontPx / 2 + 1];
-    if (beside[2] <= cssW && boxes.free(beside) && taken.free(beside)) {
+    // beside, never under the pane's zoom buttons (the strip the fit keeps clear)
+    if (beside[2] <= cssW - FIT_PAD_RIGHT && boxes.free(beside) && taken.free(beside)) {
       const txt = full <= 220 ? it.label : fitText(`g${i}b`, it.label, 220, cutsLeft(it));
       taken.add(beside);
+      placedBeside.push(beside);
       ctx.fillStyle = th.frameText;
       ctx.fillText(txt, x1 + 4, cy + 0.5);
       count++;
@@ -253,7 +257,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     ctx.fillText(txt, x0 + 4, cy + 0.5);
     count++;
   }
-  return { labels: count + titles, legible: count + titles, items: count };
+  return { labels: count + titles, legible: count + titles, items: count, beside: placedBeside };
 }
 
 /** Module paths without a class are cut from the left: their end tells siblings apart. */

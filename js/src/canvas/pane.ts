@@ -65,6 +65,8 @@ export class GraphPane {
   private lastLegible = 0;
   /** the last frame's drawn items on screen and legible labels on them */
   lastItems = { onScreen: 0, labelled: 0 };
+  /** group labels the last frame drew beside their box, in canvas CSS pixels */
+  lastBeside: [number, number, number, number][] = [];
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -214,6 +216,7 @@ export class GraphPane {
     this.lastLabels = st.labels;
     this.lastLegible = st.legible;
     this.lastItems = { onScreen: st.nodes, labelled: st.itemLabels };
+    this.lastBeside = st.beside;
     // badges, at a fixed screen size: the diff's status (marks.ts), placed clear of the finding badges, which go on
     // top (badges.ts)
     const findings = this.marks.findings;

@@ -24,11 +24,15 @@ export interface LabelStats {
   legible: number;
   /** the zoom: world units to screen pixels */
   scale: number;
+  /** group labels drawn beside their box (zoomed out, where it has no room for them), in viewport CSS pixels */
+  beside: { left: number; top: number; right: number; bottom: number }[];
 }
 
 export function labelStatsOf(pane: GraphPane | null | undefined): LabelStats {
-  if (!pane) return { items: 0, labelled: 0, labels: 0, legible: 0, scale: 0 };
-  return { items: pane.lastItems.onScreen, labelled: pane.lastItems.labelled, labels: pane.labelCount, legible: pane.legibleCount, scale: pane.camera.s };
+  if (!pane) return { items: 0, labelled: 0, labels: 0, legible: 0, scale: 0, beside: [] };
+  const r = pane.canvas.getBoundingClientRect();
+  return { items: pane.lastItems.onScreen, labelled: pane.lastItems.labelled, labels: pane.labelCount, legible: pane.legibleCount, scale: pane.camera.s,
+    beside: pane.lastBeside.map(([x0, y0, x1, y1]) => ({ left: r.left + x0, top: r.top + y0, right: r.left + x1, bottom: r.top + y1 })) };
 }
 
 /** The drawn items, open groups' frames and edges of a pane that are not wholly inside it (ids; groups by their id). */

@@ -243,19 +243,15 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     ctx.fillText(txt, x0 + 3, cy + 0.5);
     count++;
   }
-  // nodes: their op, inside the box, when it has room for a readable one: at the fixed size, or smaller down to
-  // LEGIBLE_PX in a box too low for it (a diff pane in a notebook column, zoomed to about 0.3)
-  let font = fontPx;
+  // nodes: their op, inside the box, when it has room for a readable one
   for (const i of vis) {
     if (p.kind[i] === KIND_GROUP) continue;
     const [x0, y0, x1, y1] = screen(i);
-    const px = Math.min(fontPx, Math.floor((y1 - y0 - 2) * 2) / 2);
-    if (px < LEGIBLE_PX || x1 - x0 < 28 || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
-    if (px !== font) { font = px; ctx.font = `600 ${px}px ${FONT_FAMILY}`; }
-    const txt = fitText(`n${i}@${px}`, items[i].dl, x1 - x0 - 8, false);
+    if (y1 - y0 < fontPx + 2 || x1 - x0 < 28 || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
+    const txt = fitText(`n${i}`, items[i].dl, x1 - x0 - 8, false);
     if (txt === "…") continue;
     const cy = (y0 + y1) / 2;
-    const rect: Rect = [x0 + 4, cy - px / 2 - 1, x0 + 4 + ctx.measureText(txt).width, cy + px / 2 + 1];
+    const rect: Rect = [x0 + 4, cy - fontPx / 2 - 1, x0 + 4 + ctx.measureText(txt).width, cy + fontPx / 2 + 1];
     if (!taken.free(rect)) continue;
     taken.add(rect);
     ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;

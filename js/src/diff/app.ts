@@ -78,7 +78,7 @@ export class DiffApp extends App {
   override async load(data: unknown): Promise<void> {
     try {
       const t = performance.now();
-      const doc = data && typeof data === "object" && "a" in (data as object) ? normaliseDiff(data) : await decodeDiff(data);
+      const doc = data && typeof data === "object" && "a" in (data as object) ? normaliseDiff(data) : await decodeDiff(data, this.unpacker, this.timings);
       const models: [GraphModel, GraphModel] = [new GraphModel(doc.a), new GraphModel(doc.b)];
       this.doc = doc;
       this.diff = new DiffModel(doc, models);

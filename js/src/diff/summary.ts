@@ -28,7 +28,7 @@ const NEUTRAL = new Set<TotalKey>(["nodes", "edges"]);
 
 /** What the one ratio shown for times is (the one the verdict uses): said on hover. */
 const RATIO_TITLE = "B/A: the median over interleaved rounds of B's time divided by A's in the same round, from plain " +
-  "runs without per-node hooks; the brackets are its 95 % bootstrap interval (docs/diff.md).";
+  "runs without per-node hooks; the brackets are its 95 % interval (distribution-free, of the median; docs/diff.md).";
 
 function signed(v: number, format: (v: number) => string): string {
   if (v === 0) return "±0";

@@ -95,6 +95,8 @@ export interface GraphWidgetApi {
   edgeCount(): number;
   graphNodeCount(): number;
   graphEdgeCount(): number;
+  /** the node's record as the view reads it (every field, absent optional ones null), or null for an unknown id */
+  record(id: number): Record<string, unknown> | null;
   visibleNodeIds(): number[];
   /** the closed groups drawn: kind module, repeat (a fold of identical modules), chain, fanin or range; label is
    * the box's first line ("h.0–11 · GPT2Block ×12"), cls the module class when the graph names it */
@@ -170,6 +172,11 @@ export function attachApi(app: App): GraphWidgetApi {
     edgeCount: () => view()?.edges.length ?? 0,
     graphNodeCount: () => app.model?.n ?? 0,
     graphEdgeCount: () => app.model?.edges.length ?? 0,
+    record: (id) => {
+      const i = app.model?.indexOf.get(id);
+      // a columnar row gives its record through toJSON (model/columnar.ts); a record is one already
+      return i === undefined ? null : (JSON.parse(JSON.stringify(app.model!.nodes[i])) as Record<string, unknown>);
+    },
     visibleNodeIds: () => (view()?.items ?? []).filter((it) => it.node >= 0).map((it) => app.model!.nodes[it.node].id),
     groups: () => (view()?.items ?? []).filter((it) => it.cluster).map((it) => ({ id: it.cluster!.id, kind: it.cluster!.kind, label: it.label, size: it.cluster!.size,
       cls: it.cluster!.cls, count: it.cluster!.repeat?.count ?? null })),
@@ -227,7 +234,7 @@ export function attachApi(app: App): GraphWidgetApi {
     findingBadges: () => badgesOf(app.pane),
     get timings() {
       const p = app.pane?.timings;
-      return { decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };
+      return { unpack: app.timings.unpack, decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };
     },
     get error() { return app.error; },
   };

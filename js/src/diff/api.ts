@@ -5,7 +5,7 @@
 import type { DiffApp } from "./app";
 import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
-import { labelStatsOf, outsideOf, type FindingSummary, type LabelStats } from "../ui/api";
+import { itemRectsOf, labelStatsOf, outsideOf, type FindingSummary, type ItemRect, type LabelStats } from "../ui/api";
 import { panesApi, type PanesApi } from "../ui/panes-api";
 
 export type SideName = "a" | "b";
@@ -36,10 +36,15 @@ export interface DiffWidgetApi extends PanesApi<SideName> {
    * cause's counterpart; resolves to the cause's id */
   selectFinding(i: number, side: SideName): Promise<number | null>;
   findingsText(): string;
+  /** a side's status badges drawn in the last frame: `{id, status, label, x, y, w, h}`, the label its symbol (Δ + −)
+   * or a group's count, the centre and size in viewport CSS pixels */
+  statusBadges(side: SideName): { id: number | string; status: string; label: string; x: number; y: number; w: number; h: number }[];
   /** a side's drawn items on screen in the last frame and how many carry a legible label */
   labelStats(side: SideName): LabelStats;
   /** ids of a side's drawn items and open groups not wholly inside its pane */
   outside(side: SideName): (number | string)[];
+  /** a side's drawn nodes and closed groups at least partly on screen, in viewport CSS pixels */
+  itemRects(side: SideName): ItemRect[];
   /** whether the side panel is shown, and where: "side" (beside the panes) or "below" (under them) */
   panel(): "side" | "below" | "hidden";
   readonly timings: Record<string, number | string>;
@@ -83,10 +88,25 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
       return id;
     },
     findingsText: () => app.findingsText(),
+    statusBadges: (s) => {
+      const k = sideOf(s), p = app.panes[k], v = p?.view;
+      if (!p || !v) return [];
+      const r = p.canvas.getBoundingClientRect();
+      const names: Record<number, string> = { 2: "changed", 3: "added", 4: "removed" };
+      return p.statusBadges.map((b) => {
+        const it = v.items[b.item];
+        return { id: it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id, status: names[b.code] ?? "changed",
+          label: b.label, x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h };
+      });
+    },
     labelStats: (s) => labelStatsOf(pane(s)),
     outside: (s) => {
       const k = sideOf(s), v = app.panes[k]?.view;
       return outsideOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
+    },
+    itemRects: (s) => {
+      const k = sideOf(s), v = app.panes[k]?.view;
+      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
     },
     panel: () => {
       const side = app.root.querySelector<HTMLElement>(".gw-side");

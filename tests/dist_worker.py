@@ -120,7 +120,9 @@ def run(scenario: str, rank: int, world: int, out: Path, res: dict) -> dict:
                 raise ValueError("rank 2 broke on purpose")  # LINE:raise
             return ddp(inp).pow(2).mean()
 
-        got = gw.profile(step, x, module=ddp, repeat=3, ranks=gw.Ranks("all", timeout=60))
+        # the diverging job also has every rank write its graph where `python -m graphwidget ranks` reads it
+        got = gw.profile(step, x, module=ddp, repeat=3, ranks=gw.Ranks(
+            "all", timeout=60, dir=out / "written" if scenario == "diverge" else None))
         res["returned"] = type(got).__name__
         if rank == 0:
             rec = got.record(got.default_shown())
@@ -170,8 +172,10 @@ def run(scenario: str, rank: int, world: int, out: Path, res: dict) -> dict:
             p.grad = None
         keys = store.num_keys()
         g = gw.profile(step, x, module=ddp, repeat=3)  # ranks=None: nothing gathered
-        res["nothing_gathered"] = store.num_keys() == keys and isinstance(g, gw.GradGraph) \
-            and "rank" not in g.meta
+        from graphwidget.experiment import ranks as gw_ranks
+        # no store key, no process group of graphwidget's, no file, and the plain graph
+        res["nothing_gathered"] = store.num_keys() == keys and not gw_ranks._groups and \
+            not list(out.glob("**/rank*.json")) and isinstance(g, gw.GradGraph) and "rank" not in g.meta
         res["same_grads_plain"] = all(torch.equal(a, p.grad) for a, p in zip(plain, model.parameters()))
         for p in model.parameters():
             p.grad = None

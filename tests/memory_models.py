@@ -57,8 +57,9 @@ class ResNet(nn.Module):
 
 
 def resnet() -> ResNet:
+    """In training mode, as a backward runs: batch norm normalises by the batch and saves its statistics."""
     torch.manual_seed(0)
-    return ResNet().eval()
+    return ResNet().train()
 
 
 class Funnel(nn.Module):

@@ -53,12 +53,12 @@ def test_advise_is_in_the_help(ip: InteractiveShell):
 
 def test_advise_with_html_exports_the_findings(ip: InteractiveShell, tmp_path, capsys: pytest.CaptureFixture):
     import base64
-    import gzip
-    import json
     import re
+
+    from graphwidget.views.packed import unpack
     path = tmp_path / "advised.html"
     ip.run_line_magic("gradgraph", f"--trace --advise --html {path} ex.homography_repeat(**inp)")
     capsys.readouterr()
     data = re.search(r'id="gw-graph-data"[^>]*>([^<]+)<', path.read_text()).group(1)
-    doc = json.loads(gzip.decompress(base64.b64decode(data)))
+    doc = unpack(base64.b64decode(data))
     assert [f["rule"] for f in doc["findings"]] == ["repeat-broadcast"]

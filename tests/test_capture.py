@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import json
 import weakref
+from typing import Any, Dict, List, Tuple
 
 import networkx as nx
 import pytest
@@ -393,6 +394,77 @@ def test_a_plain_capture_puts_each_node_in_the_module_of_its_parameters() -> Non
     tops = {(d["module"] or "").split(".")[0] for d in nodes}
     assert tops == {"", "stem", "blocks", "fc"}
     assert {d["module"] for d in nodes if d["op"] == "ReluBackward0"} == {"stem", "blocks.0", "blocks.1"}
+
+
+def _blocks_ops(g: Any, prefix: str) -> Dict[str, List[Tuple[str, str]]]:
+    """Per block ``<prefix>.<k>``: (module path inside the block, op) of its nodes in creation order."""
+    ops: Dict[str, List[Tuple[int, str, str]]] = {}
+    for _, d in g.nx.nodes(data=True):
+        parts = (d["module"] or "").split(".")
+        if d["kind"] != "leaf" and parts[0] == prefix and len(parts) > 1:
+            ops.setdefault(f"{prefix}.{parts[1]}", []).append((d["seq"], ".".join(parts[2:]), d["op"]))
+    return {k: [(m, op) for _, m, op in sorted(v)] for k, v in ops.items()}
+
+
+@pytest.mark.parametrize("kind", ["post-activation", "pre-norm"])
+def test_a_plain_capture_puts_the_same_nodes_in_every_one_of_identical_blocks(kind: str) -> None:
+    """Twelve identical residual blocks (names that sort 0, 1, 10, 11, 2, ...): the ops between blocks (the residual
+    add, the activation after it) go to the same module in every block, the first one included, so that a view can
+    fold the blocks ("blocks.0–11 · Block ×12"); at the block's level, where trace puts them."""
+    from torch import nn
+
+    class PostActivation(nn.Module):  # ResNet's basic block: conv, bn, relu, conv, bn, add, relu
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+            self.conv2, self.bn2 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+            self.relu = nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.relu(x + self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x))))))
+
+    class Attention(nn.Module):  # with a parameterless child, as GPT-2's (its dropouts)
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.drop = nn.Linear(8, 8), nn.Dropout(0.1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.drop(self.fc(x).softmax(-1))
+
+    class PreNorm(nn.Module):  # a transformer block's shape: x + f(norm(x)), twice
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.attn = nn.LayerNorm(8), Attention()
+            self.ln2, self.fc, self.act = nn.LayerNorm(8), nn.Linear(8, 8), nn.GELU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x + self.attn(self.ln1(x))
+            return x + self.act(self.fc(self.ln2(x)))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            post = kind == "post-activation"
+            self.a, self.b = (nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1)) if post else (nn.Embedding(9, 8), nn.Embedding(9, 8))
+            self.blocks = nn.Sequential(*(PostActivation() if post else PreNorm() for _ in range(12)))
+            self.out = nn.Linear(4 if post else 8, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.blocks(self.a(x) + self.b(x))  # the first block's input: an op between two modules (GPT-2's)
+            return self.out(h.mean((2, 3)) if kind == "post-activation" else h.mean(1))
+
+    torch.manual_seed(0)
+    model = Net().eval()
+    x = torch.randn(2, 3, 6, 6) if kind == "post-activation" else torch.randint(0, 9, (2, 5))
+    plain = gw.capture(model(x).sum(), module=model)
+    traced = gw.trace(lambda t: model(t).sum(), x)
+    got, want = _blocks_ops(plain, "blocks"), _blocks_ops(traced, "blocks")
+    assert set(got) == {f"blocks.{k}" for k in range(12)}
+    # every block alike (but the last: what follows the model's last block, the head's mean, has no parameter to
+    # say where it was made, and goes with the block)
+    assert all(ops == got["blocks.1"] for k, ops in got.items() if k != "blocks.11"), \
+        {k: v for k, v in got.items() if v != got["blocks.1"]}
+    assert [op for _, op in got["blocks.1"]] == [op for _, op in want["blocks.1"]]
 
 
 def test_a_plain_capture_of_gpt2_places_every_parameter_op_as_trace_does() -> None:

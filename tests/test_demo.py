@@ -3,8 +3,6 @@ words following its numbers, and writes offline viewers (out/demo.html is the di
 from __future__ import annotations
 
 import base64
-import gzip
-import json
 import re
 import subprocess
 import sys
@@ -15,6 +13,7 @@ from torch_facts import FULL_SLICES, SEED_NODES, full_slices
 
 import graphwidget as gw
 from graphwidget.entry.demo import run_demo
+from graphwidget.views.packed import unpack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +54,7 @@ def test_demo_tells_the_story_and_writes_viewers(tmp_path, capsys):
     m = re.search(r'<script type="application/octet-stream" id="gw-graph-data" data-kind="diff" '
                   r'data-encoding="gzip\+base64"[^>]*>([^<]*)</script>', html)
     assert m, "demo.html carries the diff document"
-    doc = json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+    doc = unpack(base64.b64decode(m.group(1)))
     assert doc["format"] == "graphwidget-diff" and doc["labels"] == ["repeat", "broadcast"]
     assert doc["summary"]["timing"]["per_node"]["rounds"] == 4 and doc["summary"]["sentence"] == d.sentence()
     # the JSON beside each viewer is the same graph; the diff JSON loads back as a Diff

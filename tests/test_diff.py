@@ -526,6 +526,9 @@ def test_hostile_labels_are_escaped_in_static_html_and_figure() -> None:
     assert evil not in bundle["text/html"] and "&lt;img src=x" in bundle["text/html"]
     fig = d.figure()
     assert all("<img" not in (tr.name or "") for tr in fig.data)
+    # the title names both labels too: escaped there as well (plotly renders its HTML; an <a href> would be live)
+    assert fig.layout.title.text == "&lt;img src=x onerror=alert(1)&gt; vs b&amp;b per op type"
+    assert all("<" not in (a.text or "") for a in fig.layout.annotations)
 
 
 def test_diff_works_without_torch(tmp_path: Path) -> None:
@@ -580,15 +583,16 @@ def test_diff_widget_traits_link_counterparts_and_check_values() -> None:
 
 def test_export_html_of_a_diff(tmp_path: Path) -> None:
     import base64
-    import gzip
     import re
+
+    from graphwidget.views.packed import unpack
     _, _, d = seed_graphs(named=True)
     for obj in (d, d.to_json(), d.to_dict()):
         page = gw.export_html(obj, tmp_path / "d.html").read_text()
         m = re.search(r'<script type="application/octet-stream" id="gw-graph-data" data-kind="diff" '
                       r'data-encoding="gzip\+base64" data-colour="grad_bytes">([^<]*)</script>', page)
         assert m
-        assert json.loads(gzip.decompress(base64.b64decode(m.group(1)))) == json.loads(d.to_json())
+        assert unpack(base64.b64decode(m.group(1))) == json.loads(d.to_json())
         assert "<title>repeat vs broadcast</title>" in page and "default-src 'none'" in page
     one = gw.export_html(d.a, tmp_path / "a.html").read_text()
     assert 'data-kind="diff"' not in one

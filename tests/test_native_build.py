@@ -332,6 +332,12 @@ def test_doctor_is_the_one_report_for_a_bug(tmp_path):
                  "anywidget", "ipywidgets", "plotly", "graphwidget  ", "engine:", "bundle:", "chromium",
                  native.env_tag()):
         assert must in out, f"{must!r} missing from:\n{out}"
+    # the package that ran (the installed one), and its bundle looked for where the package keeps it
+    pkg = Path(next(x for x in out.splitlines() if x.startswith("package:")).split(":", 1)[1].strip())
+    assert (pkg / "__init__.py").is_file() and pkg.name == "graphwidget", out
+    assert f"bundle:       {pkg / 'static' / 'widget.js'}  " in out, out
+    if (pkg / "static" / "widget.js").is_file():
+        assert "MISSING" not in out, out
     # no core in this environment's (empty) folders: the engine is Python and the reason says how to build
     assert "engine:       python" in out and "build-native" in out
     off = _cli(["doctor", "--json"], _env(tmp_path, GRAPHWIDGET_NATIVE="0"), timeout=120)

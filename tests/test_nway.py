@@ -6,7 +6,6 @@ stacked panes of the export and the widget) carry every pane and link their sele
 """
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any, Dict
@@ -20,6 +19,7 @@ import graphwidget as gw
 from graphwidget.analysis.diff import fusion
 from graphwidget.analysis.diff.multi import MultiDiff
 from graphwidget.experiment.nway_speed import order
+from graphwidget.views.packed import unpack
 
 dynamo = pytest.importorskip("torch._dynamo")
 
@@ -133,6 +133,54 @@ def test_a_graph_break_gives_two_regions_each_covering_its_part() -> None:
     assert sorted(first["ops"]) == ["AddmmBackward0", "ReluBackward0", "SquareBackward", "TBackward0"], ops
     assert sorted(second["ops"]) == ["AddmmBackward0", "PowBackward0", "SumBackward0", "TBackward0"], ops
     assert first["shared_with"] == [second["node"]]
+
+
+def test_a_tensor_both_sides_use_has_the_references_name_on_both() -> None:
+    # the module itself names its weights "fc1.weight", a closure over it "block.fc1.weight": one tensor, one name
+    # (A's), so the leaves match by name (and what lies above them by identical sub-graphs)
+    torch.manual_seed(0)
+    block = Block()
+    x = torch.randn(2, 8, 32, requires_grad=True)
+    d = gw.compare(block, refactored(block), x, advise=False)
+
+    def names(g: gw.GradGraph) -> list:
+        return sorted(g.node(i)["tensor"]["name"] for i in g.nodes(op="AccumulateGrad"))
+
+    assert names(d.a) == names(d.b) and "fc1.weight" in names(d.b)
+    assert all(d._phases[i] == "anchor" for i in d.a.nodes(op="AccumulateGrad"))  # type: ignore[attr-defined]
+    assert d.equivalent and not any("(B: " in t["name"] for t in d.equivalence["tensors"])
+
+
+def test_a_region_in_the_middle_covers_only_what_it_compiled() -> None:
+    # Only the MLP compiled: the region sits between ordinary nodes (the attention's residual before it, the add
+    # after it), and covers exactly the reference's MLP nodes, whatever their line.
+    torch.manual_seed(0)
+    block = Block()
+    x = torch.randn(2, 8, 32, requires_grad=True)
+
+    def mlp(h: torch.Tensor) -> torch.Tensor:
+        return block.fc2(torch.nn.functional.gelu(block.fc1(block.ln2(h))))
+
+    fused = torch.compile(mlp, backend="aot_eager")
+
+    def partly(t: torch.Tensor) -> torch.Tensor:
+        y = block.ln1(t)
+        a, _ = block.attn(y, y, y, need_weights=False)
+        t = t + a
+        return (t + fused(t)).pow(2).mean()
+
+    d = gw.compare({"eager": block, "partly": partly}, x, advise=False)
+    (reg,) = d.regions("partly")
+    ref = d.graphs["eager"]
+    mlp_nodes = {i for i in ref.nx if ref.node(i)["op"] != "AccumulateGrad" and
+                 (ref.node(i)["module"] in ("ln2", "fc1", "fc2") or ref.node(i)["op"] == "GeluBackward0")}
+    assert set(reg["covers"]) == mlp_nodes, sorted((ref.node(i)["op"], ref.node(i)["module"]) for i in
+                                                   set(reg["covers"]) ^ mlp_nodes)
+    assert reg["ops"]["GeluBackward0"] == 1 and reg["ops"]["AddmmBackward0"] == 2
+    # the attention, the residual adds and the loss stay matched to ordinary nodes of the partly compiled side
+    for op in ("PowBackward0", "MeanBackward0", "NativeLayerNormBackward0"):
+        assert any(d.counterparts("eager", i)["partly"] is not None for i in ref.nodes(op=op))
+    assert d.equivalent
 
 
 def test_gw_diff_of_n_graphs_you_already_have(three: Dict[str, Any]) -> None:
@@ -292,7 +340,8 @@ def test_the_widget_carries_the_exports_document_and_selects_through_the_referen
     assert isinstance(w, NWayWidget) and w.height == 300 and w.sync is True
     gz, colour = payload(d)
     assert w._nway == gz and w._nway[:2] == b"\x1f\x8b" and w.colour_by == colour  # the export's bytes
-    assert json.loads(gzip.decompress(w._nway))["labels"] == list(d.sides)
+    sent = unpack(w._nway)
+    assert sent["labels"] == list(d.sides) and sent["graphs"] == [d.graphs[x].to_dict(version=1) for x in d.sides]
     assert w.selected is None and w.selected_all == [None, None, None]
     lin = d.graphs["eager"].nodes(op="AddmmBackward0")[0]
     (reg,) = d.regions("compiled")

@@ -69,16 +69,25 @@ def test_a_rank_that_takes_a_branch_is_found_with_the_line(tmp_path: Path) -> No
     assert first["op"] == "MulBackward0" and first["in"] == "rank"
     assert first["source"].endswith(res[0]["lines"]["branch"]) and "h = h * 2" in first["code"]
     assert "rank 2's graph differs" in res[0]["sentence"]
+    # no rank was made slow: none is the straggler (DDP's hooks in AccumulateGrad, a run lost to the machine and
+    # differences far below a step do not make one)
+    assert rec["straggler"] is None, rec["per_rank"]
     # the N-way view of the chosen ranks (the reference and the divergent one), readable back
     d = gw.load_json((tmp_path / "nway.json").read_text())
     assert isinstance(d, gw.MultiDiff) and d.kind == "ranks" and d.sides[:2] == ("rank 0", "rank 2")
     assert len(d.pair(0, 1).added) == 1 and d.ranks["divergent"][0]["rank"] == 2
-    # the files each rank's graph was saved to make the same RankSet on the command line
-    cli = subprocess.run([sys.executable, "-m", "graphwidget", "ranks", str(tmp_path / "files"), "--out",
-                          str(tmp_path / "cli.html")], capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert cli.returncode == 0, cli.stderr
+    assert rec["gather"]["via"] == "files"  # Ranks(dir=...): each rank wrote its graph, rank 0 read the files
+    # the files the ranks wrote make the same RankSet on the command line
+    written = tmp_path / "written"
+    assert sorted(p.name for p in written.glob("rank*.json")) == [f"rank{r:05d}.json" for r in range(4)]
+    cli = subprocess.run([sys.executable, "-m", "graphwidget", "ranks", str(written), "--out",
+                          str(tmp_path / "cli.html"), "--json", str(tmp_path / "cli.json"), "--fail-on-divergence"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert cli.returncode == 1, cli.stderr  # --fail-on-divergence: rank 2 differs
     assert "rank 2's graph differs" in cli.stdout and res[0]["lines"]["branch"] in cli.stdout
     assert (tmp_path / "cli.html").stat().st_size > 10_000
+    back = gw.load_json((tmp_path / "cli.json").read_text())
+    assert back.ranks["divergent"][0]["first"] == first and back.sides[:2] == ("rank 0", "rank 2")
 
 
 @pytest.mark.slow
@@ -106,6 +115,7 @@ def test_an_unused_parameter_is_named_for_its_rank(tmp_path: Path) -> None:
     per = {p["rank"]: p for p in rec["per_rank"]}
     assert per[1]["unused"] == ["module.extra.weight", "module.extra.bias"]
     assert all(per[r]["unused"] == [] for r in (0, 2, 3))
+    assert rec["straggler"] is None, rec["per_rank"]  # rank 1 computes less (no extra layer): not a straggler
     # skipping the layer is a divergence too: the line of the layer rank 1 does not run
     div = {d["rank"]: d for d in rec["divergent"]}
     assert div[1]["first"]["in"] == "reference" and "self.extra(h)" in div[1]["first"]["code"]
@@ -139,10 +149,15 @@ def test_a_rank_that_raises_stops_the_others_with_its_error(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_a_rank_that_never_arrives_times_out_everywhere(tmp_path: Path) -> None:
     res = launch("hang", tmp_path)
+    named = 0
     for r in (0, 1, 3):
-        assert res[r]["raised"] == "RankError" and "ranks [2] did not finish their step within 6 s" in \
-            res[r]["message"], res[r]
+        assert res[r]["raised"] == "RankError", res[r]
         assert res[r]["seconds"] < 6 + 30
+        if STORE_MAY_GO_FIRST and "lost the job's store" in res[r]["message"]:
+            continue  # torch 2.4: the first rank to give up took the store down (tests/torch_facts.py)
+        assert "ranks [2] did not finish their step within 6 s" in res[r]["message"], res[r]
+        named += 1
+    assert named >= 1
     # the late rank does not wait for ranks that are gone: it stops at once, saying they gave up
     assert res[2]["raised"] == "RankError"
     if not (STORE_MAY_GO_FIRST and "lost the job's store" in res[2]["message"]):  # torch 2.4: tests/torch_facts.py
@@ -180,6 +195,36 @@ def _graphs() -> Dict[int, gw.GradGraph]:
         g.meta["rank"] = {"rank": r, "world_size": 3, "unused": [] if r else ["extra.weight"]}
         out[r] = g
     return out
+
+
+def _timed(extra: Dict[int, Dict[str, float]], step_ms: float = 20.0) -> RankSet:
+    """The three ranks of :func:`_graphs` with every node at 0.1 ms forward and backward, plus ``extra[rank][op]``
+    ms in that rank's first node of ``op``, and a whole step of ``step_ms`` on every rank."""
+    graphs = _graphs()
+    for r, g in graphs.items():
+        for _, rec in g.nx.nodes(data=True):
+            rec["fwd_ms"], rec["bwd_ms"] = 0.1, 0.1
+        for op, ms in extra.get(r, {}).items():
+            g.nx.nodes[g.nodes(op=op)[0]]["bwd_ms"] += ms
+        g.meta["timing"] = {"forward_ms": step_ms / 4, "backward_ms": 3 * step_ms / 4}
+    return RankSet(graphs)
+
+
+def test_the_straggler_is_slow_computing_not_waiting_nor_by_a_hair() -> None:
+    rs = _timed({1: {"AddmmBackward0": 20.0}})
+    s = rs.straggler
+    assert s is not None and s["rank"] == 1 and s["excess_ms"] == pytest.approx(20.0, abs=0.5)
+    assert rs[0].node(s["node"])["op"] == "AddmmBackward0"
+    # the same time inside AccumulateGrad (where DDP's hooks launch the allreduce) is not compute: no straggler,
+    # and it stays in the rank's wait
+    rs = _timed({1: {"AccumulateGrad": 20.0}})
+    assert rs.straggler is None
+    per = {p["rank"]: p for p in rs.per_rank()}
+    assert per[1]["compute_ms"] == pytest.approx(per[0]["compute_ms"])
+    assert per[1]["wait_ms"] == pytest.approx(per[0]["wait_ms"])
+    # well above the others' compute, but a small part of the step the others wait in: noise, no straggler
+    assert _timed({1: {"AddmmBackward0": 0.5}}, step_ms=20.0).straggler is None
+    assert _timed({1: {"AddmmBackward0": 0.5}}, step_ms=1.0).straggler["rank"] == 1  # a third of a 1 ms step
 
 
 def test_rankset_groups_maps_and_reads_back(tmp_path: Path) -> None:
@@ -225,6 +270,28 @@ def test_every_ranks_nodes_carry_their_spread_over_the_ranks() -> None:
     doc["nodes"][0]["rank_spread_ms"] = -1.0
     with pytest.raises(gw.SchemaError, match="rank_spread_ms"):
         gw.load_json(json.dumps(doc))
+
+
+def test_the_command_line_reads_a_folder_of_rank_graphs(tmp_path: Path, capsys: Any) -> None:
+    from graphwidget.entry.cli import main
+    rs = RankSet(_graphs())
+    rs.save(tmp_path / "job")
+    assert main(["ranks", str(tmp_path / "job"), "--show", "1,2", "--json", str(tmp_path / "d.json")]) == 0
+    out = capsys.readouterr().out
+    assert rs.report() in out
+    d = gw.load_json((tmp_path / "d.json").read_text())
+    assert d.sides == ("rank 0", "rank 1", "rank 2")  # the reference rank first, then those asked for
+    assert main(["ranks", str(tmp_path / "job"), "--fail-on-divergence"]) == 1
+    # what is wrong is said, with exit status 2 and no traceback
+    (tmp_path / "empty").mkdir()
+    assert main(["ranks", str(tmp_path / "empty")]) == 2
+    assert "no per-rank graphs (rank*.json)" in capsys.readouterr().err
+    assert main(["ranks", str(tmp_path / "job"), "--show", "0,x"]) == 2
+    assert "--show takes ranks separated by commas" in capsys.readouterr().err
+    assert main(["ranks", str(tmp_path / "job"), "--show", "0,7"]) == 2
+    assert "no graph of rank 7" in capsys.readouterr().err
+    assert main(["ranks", str(tmp_path / "nowhere")]) == 2
+    assert "is not a folder of per-rank graphs" in capsys.readouterr().err
 
 
 def test_ranks_none_is_the_plain_function_and_ranks_need_a_process_group() -> None:

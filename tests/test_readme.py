@@ -63,6 +63,8 @@ def test_before_after_block_runs_and_matches_what_it_says(tmp_path, monkeypatch)
     # torch 2.4: A's full slices over the repeated pixel dim are only in A too (the README says so)
     extra = ["SliceBackward0"] * 12 if FULL_SLICES else []
     assert d.equivalent is True and sorted(ns["removed"]) == ["RepeatBackward0"] + extra + ["UnsqueezeBackward0"]
+    assert d.sentence().startswith("broadcast vs repeat: same maths (float32 rounding); whole step")
+    assert d.timing["step"]["verdict"] in ("faster", "slower", "same speed", "not enough evidence")
     assert ns["added"] == ["UnsqueezeBackward0"] * 12
     assert [ns["d2"].b.node(i)["op"] for i in ns["d2"].added] == ["MulBackward0"]
     assert type(ns["again"]).__name__ == "Diff" and ns["path"].is_file()

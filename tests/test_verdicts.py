@@ -135,6 +135,21 @@ def test_a_change_behind_the_version_counter_is_found_and_undone() -> None:
     assert torch.equal(w.detach(), torch.ones(4))
 
 
+def test_a_side_that_changes_its_input_in_place_is_reported_and_isolated() -> None:
+    def shifts(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+        shift.add_(1)  # its own copy of the input: never the caller's, never the other side's
+        return (x * shift).sum()
+
+    def pure(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+        return (x * (shift + 1)).sum()
+
+    x, shift = torch.randn(3, requires_grad=True), torch.zeros(3)
+    d = gw.compare(shifts, pure, x, shift, labels=("in place", "pure"), advise=False)
+    assert d.equivalent and torch.equal(shift, torch.zeros(3))
+    assert d.equivalence["mutated"] == {"A": ["input arg1"]}
+    assert "in place changes input arg1 in place" in d.report()
+
+
 def test_no_float64_reference_falls_back_loudly() -> None:
     def float32_only(x: torch.Tensor) -> torch.Tensor:
         if x.dtype != torch.float32:
@@ -211,6 +226,42 @@ def test_gelu_exact_and_tanh_differ_in_a_single_layer_of_float32_only_by_2e_4() 
     d = gw.compare(lambda x, w: F.gelu(x @ w).sum(), lambda x, w: F.gelu(x @ w, approximate="tanh").sum(),
                    x.requires_grad_(), w.requires_grad_(), advise=False)
     assert d.equivalent is False
+
+
+def test_the_speed_interval_is_distribution_free_and_holds_the_median() -> None:
+    # order statistics chosen by the binomial distribution: over 8 rounds only the whole range holds the median
+    # with 95 % confidence, over 20 the 6th to the 15th; the stricter look interval is nested around it
+    assert speed.median_interval(list(range(8))) == (0, 7)
+    assert speed.median_interval(list(range(20))[::-1]) == (5, 14)
+    assert speed.median_interval(list(range(20)), speed.LOOK_LEVEL) == (3, 16)
+    assert speed.median_interval([2.0]) == (2.0, 2.0)
+    # and it holds the true median at least 95 % of the time, over few rounds too (seeded draws)
+    import random
+    rng = random.Random(0)
+    for n in (6, 8, 10, 16):
+        hits = 0
+        for _ in range(4000):
+            lo, hi = speed.median_interval([rng.lognormvariate(0, 0.3) for _ in range(n)])
+            hits += lo <= 1.0 <= hi
+        assert hits >= 0.95 * 4000 - 60, (n, hits)  # 60: three standard deviations of the count at 95 %
+
+
+# -- what every surface leads with ----------------------------------------------------------------------------------
+def test_every_text_surface_leads_with_the_sentence_and_the_advisor_runs_on_both_sides() -> None:
+    inp = gw.examples.homography_inputs(batch=2, height=8, width=8)
+    d = gw.compare(gw.examples.homography_repeat, gw.examples.homography_broadcast, **inp,
+                   labels=("repeat", "broadcast"))
+    sentence = d.sentence()
+    assert sentence.startswith("broadcast vs repeat: same maths (float32 rounding)")
+    assert d.report().splitlines()[0] == sentence and d.summary()["sentence"] == sentence
+    assert repr(d).startswith(f"<Diff {sentence} — ")
+    bundle = d._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert bundle["text/plain"].startswith(f"<Diff {sentence} — ")
+    # the advisor ran on both sides: the repeat's finding is A's, and B resolved it
+    assert [f["rule"] for f in d.a.findings] == ["repeat-broadcast"] and d.b.findings == []
+    skipped = gw.compare(gw.examples.homography_repeat, gw.examples.homography_broadcast, **inp, advise=False)
+    assert not skipped.a.findings and not skipped.b.findings
 
 
 # -- documents read back --------------------------------------------------------------------------------------------

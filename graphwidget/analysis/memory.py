@@ -211,7 +211,9 @@ class MemoryReport(TextTable):
     """``g.memory()``: the peak explained. Rows are the modules holding memory at the peak (saved activations and
     gradients, by module), largest first; the attributes hold the rest:
 
-    * ``peak`` — ``{"bytes", "source", "point", "node", "phase", "op", "source_line", "by_kind", "by_module"}``
+    * ``peak`` — ``{"bytes", "source", "point", "node", "phase", "op", "source_line", "by_kind", "by_module",
+      "graph_bytes", "inputs_bytes"}``: ``by_kind``'s "other" is the allocator's bytes minus what the graph holds
+      that the step allocated (``inputs_bytes``: saved tensors that existed before it, such as the input batch)
     * ``holders`` — the largest tensors alive at the peak, each with its kind, bytes, node, op, module and line
     * ``timeline`` — one row per point: phase, node, saved activations, gradients, allocated (and max within)
     * ``candidates`` — checkpoint candidates (:func:`checkpoint_candidates`), best first
@@ -235,7 +237,7 @@ class MemoryReport(TextTable):
         share = row.get("share")
         return [row["module"] or "(top level)", human_bytes(row["saved"]), human_bytes(row["grads"]),
                 human_bytes(row["total"]), "-" if share is None else f"{100 * share:.1f}%",
-                (row.get("top_source") or "-").replace("\\", "/").rsplit("/", 1)[-1]]
+                self._short_source(row.get("top_source"))]
 
     def headline(self) -> str:
         p = self.peak
@@ -262,9 +264,72 @@ class MemoryReport(TextTable):
     def figure(self, **kwargs: Any) -> Any:
         """The plotly timeline (forward | backward, stacked by module, allocator line); see
         :func:`graphwidget.views.charts.memory_timeline`."""
+        return self._graph().figure("memory_timeline", report=self, **kwargs)
+
+    def _graph(self) -> Any:
         if self.graph is None:
             raise ValueError("this report has no graph to draw; get it from g.memory().")
-        return self.graph.figure("memory_timeline", report=self, **kwargs)
+        return self.graph
+
+    def _peak_colour(self) -> Optional[str]:
+        """``"peak_bytes"`` when some node holds bytes at the peak (the viewer offers that colour only then)."""
+        nodes = node_dicts(self._graph().nx)
+        return "peak_bytes" if any(d.get("peak_bytes") for d in nodes.values()) else None
+
+    def widget(self, height: int = 560, width: int = 460) -> Any:
+        """For Jupyter: the graph, coloured by "alive at the peak", with the timeline (``width`` pixels wide) beside
+        it, as an ``ipywidgets.HBox`` (``box.children[0]`` is the :class:`~graphwidget.GraphWidget`). A click on a
+        point selects its node; the selected node's points are marked on the timeline."""
+        g = self._graph()
+        colour = self._peak_colour()
+        w = g.widget(height=height, **({"colour_by": colour} if colour else {}))
+        return g.figure("memory_timeline", report=self, widget=w, beside=True, height=height, width=width)
+
+    def export_html(self, path: Any, **kwargs: Any) -> Any:
+        """One offline HTML file: the graph, coloured by "alive at the peak", with the timeline and this report's
+        peak, holders and candidates beside it (:func:`graphwidget.export_html`; ``charts=`` adds figures below).
+        Returns the path."""
+        g = self._graph()
+        colour = self._peak_colour()
+        return g.export_html(path, beside=[self.figure(), self.summary_html()],
+                             **({"colour": colour} if colour else {}), **kwargs)
+
+    def summary_html(self, holders: int = 5, candidates: int = 3) -> str:
+        """The peak in a few lines of HTML (escaped): where it is, by kind, the largest holders with their lines and
+        the best checkpoint candidates: what sits under the timeline beside the graph."""
+        import html
+        esc = html.escape
+        p = self.peak
+        if not p:
+            return "<p>no memory record</p>"
+        short = self._short_source
+        parts = [f"<p><b>{esc(self.headline())}</b></p>",
+                 "<p>" + "; ".join(f"{esc(k)}: {esc(v)}" for k, v in self.sources.items() if v) + "</p>",
+                 "<table><thead><tr><th>largest at the peak</th><th>bytes</th><th>node</th><th>module</th>"
+                 "<th>line</th></tr></thead><tbody>"]
+        for h in self.holders[:holders]:
+            parts.append(f"<tr><td>{esc(h['kind'])}</td><td>{esc(human_bytes(h['bytes']))}</td>"
+                         f"<td>#{esc(str(h['node']))} {esc(_short_op(h['op']))}</td><td>{esc(h['module'] or '-')}</td>"
+                         f"<td>{esc(short(h['source']))}</td></tr>")
+        parts.append("</tbody></table>")
+        if self.candidates:
+            parts.append("<p>checkpoint candidates (predicted from this timeline):</p><ul>")
+            for c in self.candidates[:candidates]:
+                ms = "" if c["recompute_ms"] is None else f", recompute {c['recompute_ms']:.1f} ms"
+                share = f" ({100 * c['saving_bytes'] / c['peak_bytes']:.0f} %)" if c["peak_bytes"] else ""
+                parts.append(f"<li>{esc(c['label'])}: peak −{esc(human_bytes(c['saving_bytes']))}{esc(share)}"
+                             f"{esc(ms)}</li>")
+            parts.append("</ul>")
+        return '<div class="gw-memory-summary">' + "".join(parts) + "</div>"
+
+    @staticmethod
+    def _short_source(src: Optional[str]) -> str:
+        return (src or "-").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _short_op(op: Optional[str]) -> str:
+    """``SoftmaxBackward0`` -> ``Softmax``, as the viewer labels nodes."""
+    return re.sub(r"Backward\d*$", "", op or "") or str(op)
 
 
 def _node_info(nodes: Dict[int, Dict[str, Any]], v: Optional[int]) -> Dict[str, Any]:
@@ -348,9 +413,12 @@ def memory_report(graph: Any, top: int = 10) -> MemoryReport:
         holders.append({"kind": "gradient", "bytes": b, "storage": None, "savers": [], **info, "module": mod})
     holders.sort(key=lambda h: (-h["bytes"], h["node"] if h["node"] is not None else -1))
     rep.holders = holders[:top]
+    # saved tensors that existed before the step (its inputs): held by the graph, not in the allocator's figure
+    inputs = set(mem.get("inputs") or ())
+    inputs_b = sum(st.bytes for st in storages if st.sid in inputs)
     other = None
     if source == "allocator":
-        other = max(peak_bytes - saved_b - grad_b, 0)
+        other = max(peak_bytes - (saved_b - inputs_b) - grad_b, 0)
     by_kind = {"saved activations": saved_b, "gradients": grad_b, "parameters": acc.parameter_bytes,
                "other (allocator minus graph)": other}
     rows = sorted(by_module.values(), key=lambda r: (-r["total"], r["module"]))
@@ -363,7 +431,7 @@ def memory_report(graph: Any, top: int = 10) -> MemoryReport:
     rep.peak = {"bytes": peak_bytes, "source": source, "point": p, "phase": phase, "node": v, "op": info["op"],
                 "module": info["module"], "source_line": info["source"], "code": info["code"], "by_kind": by_kind,
                 "by_module": {r["module"]: r["total"] for r in rows},
-                "graph_bytes": saved_b + grad_b,
+                "graph_bytes": saved_b + grad_b, "inputs_bytes": inputs_b,
                 "allocator_peak": mem.get("allocator_peak"), "allocator_peak_source": mem.get("allocator_peak_source")}
     rep.candidates = checkpoint_candidates(graph, acc=acc)
     # what "colour by alive at the peak" shows: each node's share of the graph's part of the peak
@@ -396,6 +464,10 @@ def _per_node(acc: Accounting, p: int) -> Dict[int, int]:
 # -- checkpoint candidates -----------------------------------------------------------------------------------------
 
 _INDEXED = re.compile(r"^(.*)\.(\d+)$")
+
+#: A candidate must lower the peak by at least this share of it to be listed: ranked by bytes per ms recomputed, a
+#: layer norm that saves a few KiB in no time would otherwise come first, and no one checkpoints for that.
+MIN_LISTED_SHARE = 0.01
 
 
 def _module_paths(nodes: Dict[int, Dict[str, Any]]) -> List[str]:
@@ -432,10 +504,40 @@ def _runs(paths: Sequence[str], classes: Dict[str, str]) -> List[Tuple[str, List
     return out
 
 
+def _prefixes(path: str) -> List[str]:
+    """``"a.b.c"`` -> ``["", "a", "a.b", "a.b.c"]``: every module path that contains it (``""``: the whole model)."""
+    parts = path.split(".") if path else []
+    return [""] + [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+class _RangeMax:
+    """Maximum of ``values[i..j]`` in constant time after an ``n log n`` build (a sparse table): a candidate changes
+    the timeline by steps at a few points, so its new peak is the largest of (the step's level + the old maximum
+    between two steps), not a walk over every point for every candidate."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.table = [list(values)]
+        k = 1
+        while 2 * k <= len(values):
+            prev = self.table[-1]
+            self.table.append([max(prev[i], prev[i + k]) for i in range(len(values) - 2 * k + 1)])
+            k *= 2
+
+    def __call__(self, i: int, j: int) -> float:
+        """max(values[i:j]) for i < j."""
+        level = (j - i).bit_length() - 1
+        row = self.table[level]
+        return max(row[i], row[j - (1 << level)])
+
+
 class _Simulator:
     """Predicts the peak with some modules checkpointed (torch.utils.checkpoint, non-reentrant, each module its own
     checkpoint): the activations saved only inside a module, other than its inputs, are not kept through the
-    forward; they come back when the backward reaches the module (the recompute) and go when they did before."""
+    forward; they come back when the backward reaches the module (the recompute) and go when they did before.
+
+    Per module path, what a candidate needs is gathered once (the storages it could drop, its first point in
+    backward, its forward time), so that each of the many candidates (every module, every run of blocks) costs
+    the size of its own modules, not of the graph."""
 
     def __init__(self, graph: Any, acc: Accounting) -> None:
         mem = graph.meta["memory"]
@@ -449,19 +551,19 @@ class _Simulator:
             self.source = "graph"
         self.peak = max(self.base) if self.base else 0.0
         self.peak_point = max(range(acc.n), key=lambda i: (self.base[i], -i)) if acc.n else 0
+        self.range_max = _RangeMax(self.base)
         inputs = mem.get("module_inputs") or {}
         self.inputs = {k: set(v) for k, v in inputs.items()}
         nodes = acc.nodes
-        self.module_of = {v: d.get("module") for v, d in nodes.items()}
+        module_of = {v: d.get("module") for v, d in nodes.items()}
         # Each activation storage's innermost module that contains all its savers: only it (and its ancestors)
-        # can drop it.
-        self.owner: Dict[Any, Optional[str]] = {}
+        # can drop it. Filed under every path that contains that module.
+        self.within: Dict[str, List[Storage]] = {}
         for st in acc.storages.values():
-            if st.parameter:
+            if st.parameter or st.end == _INF:
                 continue
-            mods = [self.module_of.get(v) for v in st.savers]
+            mods = [module_of.get(v) for v in st.savers]
             if any(m is None for m in mods):
-                self.owner[st.sid] = None
                 continue
             common = mods[0].split(".") if mods[0] else []  # type: ignore[union-attr]
             for m in mods[1:]:
@@ -470,51 +572,53 @@ class _Simulator:
                 while k < min(len(common), len(parts)) and common[k] == parts[k]:
                     k += 1
                 common = common[:k]
-            self.owner[st.sid] = ".".join(common)
-        fwd = [(v, d.get("fwd_ms")) for v, d in nodes.items()]
-        self.fwd_ms = fwd
-        self.timed = any(ms is not None for _, ms in fwd)
-
-    def dropped(self, path: str) -> List[Storage]:
-        ins = self.inputs.get(path, set())
-        out = []
-        for st in self.acc.storages.values():
-            own = self.owner.get(st.sid)
-            if st.parameter or own is None or st.sid in ins:
-                continue
-            if _in(own, path) and st.end != _INF:
-                out.append(st)
-        return out
-
-    def recompute_point(self, path: str) -> Optional[int]:
-        ps = [p for v, p in self.acc.bpos.items() if _in(self.module_of.get(v), path)]
-        return min(ps) if ps else None
+            for prefix in _prefixes(".".join(common)):
+                self.within.setdefault(prefix, []).append(st)
+        # The first backward point of each path's nodes (where its recompute runs), and its nodes' forward time.
+        self.first: Dict[str, int] = {}
+        for v, p in acc.bpos.items():
+            m = module_of.get(v)
+            if m is not None:
+                for prefix in _prefixes(m):
+                    if p < self.first.get(prefix, acc.n):
+                        self.first[prefix] = p
+        self.timed = any(d.get("fwd_ms") is not None for d in nodes.values())
+        self.fwd_ms: Dict[str, float] = {}
+        for v, d in nodes.items():
+            m, ms = module_of.get(v), d.get("fwd_ms")
+            if m is not None and ms:
+                for prefix in _prefixes(m):
+                    self.fwd_ms[prefix] = self.fwd_ms.get(prefix, 0.0) + ms
 
     def simulate(self, paths: Sequence[str]) -> Optional[Dict[str, Any]]:
+        """``paths``: modules checkpointed together, none inside another (one module, or sibling blocks)."""
         n = self.acc.n
-        diff = [0.0] * (n + 1)
+        steps: Dict[int, float] = {}
         frees = 0
         p0 = self.peak_point
         for path in paths:
-            r = self.recompute_point(path)
+            r = self.first.get(path)
             if r is None:
                 return None
-            for st in self.dropped(path):
+            ins = self.inputs.get(path, ())
+            for st in self.within.get(path, ()):
                 a = max(int(st.start), 0)
-                if a >= r:
-                    continue  # saved after the recompute would start: nothing changes
-                diff[a] -= st.bytes
-                diff[r] += st.bytes
+                if st.sid in ins or a >= r:
+                    continue  # kept as the module's input, or saved after the recompute would start
+                steps[a] = steps.get(a, 0.0) - st.bytes
+                steps[r] = steps.get(r, 0.0) + st.bytes
                 if a <= p0 < r:
                     frees += st.bytes
-        new, run = [], 0.0
-        for p in range(n):
-            run += diff[p]
-            new.append(self.base[p] + run)
-        new_peak = max(new) if new else 0.0
-        ms = None
-        if self.timed:
-            ms = sum(x or 0.0 for v, x in self.fwd_ms if any(_in(self.module_of.get(v), q) for q in paths))
+        new_peak, level, start = float("-inf"), 0.0, 0
+        for pos in sorted(steps) + [n]:
+            if pos > start:
+                new_peak = max(new_peak, level + self.range_max(start, pos))
+            if pos < n:
+                level += steps[pos]
+            start = pos
+        if new_peak == float("-inf"):
+            new_peak = 0.0
+        ms = sum(self.fwd_ms.get(q, 0.0) for q in paths) if self.timed else None
         return {"frees_bytes": int(frees), "new_peak_bytes": int(new_peak),
                 "saving_bytes": int(self.peak - new_peak), "recompute_ms": ms}
 
@@ -527,8 +631,8 @@ def checkpoint_candidates(graph: Any, acc: Optional[Accounting] = None, top: int
     peak that would not be kept), ``saving_bytes`` (the predicted drop of the peak, with the recompute's own
     activations put back where the backward reaches the module), ``new_peak_bytes``, ``peak_bytes``,
     ``recompute_ms`` (the modules' measured forward time, or None), ``bytes_per_ms``, ``source`` (which peak:
-    allocator or graph). Only rows that lower the peak are kept. Needs ``module`` on the nodes (gw.trace /
-    gw.profile) and a memory record."""
+    allocator or graph). Only rows that lower the peak by at least :data:`MIN_LISTED_SHARE` of it are kept. Needs
+    ``module`` on the nodes (gw.trace / gw.profile) and a memory record."""
     if not has_memory(graph):
         return []
     acc = acc or Accounting(graph)
@@ -541,7 +645,7 @@ def checkpoint_candidates(graph: Any, acc: Optional[Accounting] = None, top: int
     rows = []
     for label, mods in cands:
         r = sim.simulate(mods)
-        if r is None or r["saving_bytes"] <= 0:
+        if r is None or r["saving_bytes"] <= 0 or r["saving_bytes"] < MIN_LISTED_SHARE * sim.peak:
             continue
         ms = r["recompute_ms"]
         rows.append({"label": label, "modules": mods, "class": classes.get(mods[0]), **r,

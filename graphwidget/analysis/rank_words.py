@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-#: A rank is the straggler when its compute exceeds the median rank's by at least this share (and
-#: :data:`STRAGGLER_FLOOR_MS`): below that, ranks differ by noise.
+#: A rank is the straggler when its compute exceeds the median rank's by at least this share of it and of the
+#: median rank's whole step (and :data:`STRAGGLER_FLOOR_MS`): below that, ranks differ by noise.
 STRAGGLER_SHARE = 0.10
 STRAGGLER_FLOOR_MS = 0.05
 

@@ -6,7 +6,8 @@ way a RankSet answers three questions:
 
 * **Who holds the others back?** Per node of the reference graph, the time (forward + backward) on every rank: min,
   median, max, the slowest rank and the spread (max − min). Per rank, its *compute* — the time inside nodes, forward
-  ops plus backward nodes — and the rest of its step (``wait_ms``: the engine's own work and, under DDP, waiting for
+  ops plus backward nodes, but for gradient accumulation (:data:`NOT_COMPUTE`: where DDP's hooks launch the
+  allreduce) — and the rest of its step (``wait_ms``: the engine's own work and, under DDP, waiting for
   the other ranks' gradients). Wall time would mislead here: a fast rank waits for the slow one inside its backward,
   so every rank's step lasts as long as the slowest. The straggler is the rank with the most compute, when it is
   clearly above the median (:data:`STRAGGLER_SHARE`), with the node where it loses the most.
@@ -56,6 +57,31 @@ def _step(rec: Dict[str, Any]) -> Optional[float]:
     if f is None and b is None:
         return None
     return (f or 0.0) + (b or 0.0)
+
+
+#: Nodes whose time is not the rank's compute: gradient accumulation into ``.grad``, where the hooks of a
+#: distributed job run (DDP copies the gradient into its bucket and launches the bucket's allreduce there, so the
+#: time depends on the transport and the other ranks; on a busy machine, waking the communication thread alone can
+#: cost that rank a time slice).
+NOT_COMPUTE = ("AccumulateGrad",)
+
+
+def _compute(g: GradGraph) -> Optional[float]:
+    """The time a rank spent computing: its nodes' forward + backward ms summed, but for :data:`NOT_COMPUTE`
+    (each node's own statistic over the repeats — with ``ranks=``, medians — so a spike in one run of one node
+    stays out), else the timing's own totals; ``None`` when untimed."""
+    timed = False
+    times: List[float] = []
+    for rec in g.nx._node.values():
+        f, b = rec.get("fwd_ms"), rec.get("bwd_ms")
+        timed = timed or f is not None or b is not None
+        if rec.get("op") not in NOT_COMPUTE:
+            times.extend(v for v in (f, b) if v is not None)
+    if timed:
+        return float(sum(times))
+    t = g.meta.get("timing") or {}
+    fo, bn = t.get("forward_ops_ms"), t.get("backward_nodes_ms")
+    return None if fo is None and bn is None else (fo or 0.0) + (bn or 0.0)
 
 
 class RankSet:
@@ -232,14 +258,14 @@ class RankSet:
         return out
 
     def per_rank(self) -> List[Dict[str, Any]]:
-        """Per rank: forward and backward wall ms, ``compute_ms`` (inside nodes), ``wait_ms`` (the rest),
-        ``nodes``, ``same_structure``, ``unused`` and where it ran (``host``)."""
+        """Per rank: forward and backward wall ms, ``compute_ms`` (inside nodes: the nodes' times summed, but for
+        :data:`NOT_COMPUTE`), ``wait_ms`` (the rest), ``nodes``, ``same_structure``, ``unused`` and where it ran
+        (``host``)."""
         out = []
         for r, g in self.graphs.items():
             t = g.meta.get("timing") or {}
             f, b = t.get("forward_ms"), t.get("backward_ms")
-            fo, bn = t.get("forward_ops_ms"), t.get("backward_nodes_ms")
-            compute = None if fo is None and bn is None else (fo or 0.0) + (bn or 0.0)
+            compute = _compute(g)
             wall = None if f is None and b is None else (f or 0.0) + (b or 0.0)
             info = g.meta.get("rank") or {}
             out.append({"rank": r, "forward_ms": f, "backward_ms": b, "compute_ms": compute,
@@ -253,17 +279,24 @@ class RankSet:
         """``{"rank", "compute_ms", "median_ms", "excess_ms", "node", "node_excess_ms"}`` for the rank that computes
         clearly longer than the others — above the median rank by :data:`STRAGGLER_SHARE` at least, and ahead of
         the next slowest rank by more than the spread of all the others — with the reference node where it loses
-        the most against the median of the others; ``None`` when no rank stands out or nothing was timed."""
+        the most against the median of the others; ``None`` when no rank stands out or nothing was timed. Standing
+        out: above the median rank's compute by :data:`STRAGGLER_SHARE` of it and of the median rank's whole step
+        (wall forward + backward) at least, and ahead of the next slowest rank by more than the spread of the
+        others."""
         per = [p for p in self.per_rank() if p["compute_ms"] is not None]
         if len(per) < 2:
             return None
         med = median([p["compute_ms"] for p in per]) or 0.0
+        walls = [(p["forward_ms"] or 0.0) + (p["backward_ms"] or 0.0) for p in per]
+        step = median(walls) or 0.0
         worst = max(per, key=lambda p: (p["compute_ms"], -p["rank"]))
         excess = worst["compute_ms"] - med
         rest = [p["compute_ms"] for p in per if p is not worst]
-        # It must stand out from the pack: ahead of the next slowest rank by more than the others' own spread
-        # (jitter spreads every rank; a straggler is slow on its own).
-        if excess < max(STRAGGLER_SHARE * med, STRAGGLER_FLOOR_MS) or \
+        # It must hold the others back by a visible part of a step (a rank waits for it for `excess`; where waiting
+        # dominates the step, a compute difference far below it is the step's own noise), and stand out from the
+        # pack: ahead of the next slowest rank by more than the others' own spread (jitter spreads every rank; a
+        # straggler is slow on its own).
+        if excess < max(STRAGGLER_SHARE * med, STRAGGLER_SHARE * step, STRAGGLER_FLOOR_MS) or \
                 worst["compute_ms"] - max(rest) <= max(rest) - min(rest):
             return None
         r = worst["rank"]
@@ -271,8 +304,9 @@ class RankSet:
         node, node_excess = None, None
         if s.get("step_ms"):
             mine = s["step_ms"][str(r)]
+            ops = self.graphs[self.reference].nx._node
             for k, i in enumerate(s["ids"]):
-                if mine[k] is None:
+                if mine[k] is None or ops[i].get("op") in NOT_COMPUTE:
                     continue
                 others = [s["step_ms"][str(x)][k] for x in self.ranks if x != r]
                 m = median(others)

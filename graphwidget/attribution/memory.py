@@ -17,7 +17,7 @@ rest from the graph, so a graph read back from JSON explains itself the same way
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -73,6 +73,69 @@ def device_of(fn: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> torch.dev
     return torch.device("cpu")
 
 
+def existing_storages(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], depth: int = 3
+                      ) -> Set[Tuple[str, int]]:
+    """The storages the step can reach before it runs: tensors among the arguments, modules' parameters and buffers,
+    and what ``fn`` uses (a function's closure cells, defaults and the globals its code names, a bound method's
+    object, a partial's arguments), ``depth`` levels down. A saved activation among them was not allocated by the
+    step, so the allocator's figure (bytes since the step began) does not hold it."""
+    import functools
+    import itertools
+    out: Set[Tuple[str, int]] = set()
+    seen: Set[int] = set()
+    stack: List[Tuple[Any, int]] = [(fn, 0)] + [(a, 0) for a in args] + [(v, 0) for v in kwargs.values()]
+
+    def push(values: Any, d: int) -> None:
+        # a data set held in a list is not what a step saves: look at the first items only
+        stack.extend((v, d) for v in itertools.islice(values, _MAX_ITEMS))
+
+    while stack:
+        o, d = stack.pop()
+        if id(o) in seen or d > depth:
+            continue
+        seen.add(id(o))
+        if isinstance(o, torch.Tensor):
+            k = _storage_key(o)
+            if k is not None:
+                out.add(k)
+        elif isinstance(o, torch.nn.Module):
+            push(o.parameters(), d + 1)
+            push(o.buffers(), d + 1)
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            push(o, d + 1)
+        elif isinstance(o, dict):
+            push(o.values(), d + 1)
+        elif isinstance(o, functools.partial):
+            push([o.func, o.args, o.keywords], d + 1)
+        elif callable(o):
+            for cell in getattr(o, "__closure__", None) or ():
+                try:
+                    stack.append((cell.cell_contents, d + 1))
+                except ValueError:  # an empty cell
+                    pass
+            push(getattr(o, "__defaults__", None) or (), d + 1)
+            code, env = getattr(o, "__code__", None), getattr(o, "__globals__", None)
+            if code is not None and isinstance(env, dict):  # `lambda: model(x)` in a notebook: x is a global
+                push((env[n] for n in _code_names(code) if n in env), d + 1)
+            owner = getattr(o, "__self__", None)
+            if owner is not None:
+                stack.append((owner, d + 1))
+    return out
+
+
+#: How many items of one container :func:`existing_storages` looks at.
+_MAX_ITEMS = 256
+
+
+def _code_names(code: Any) -> List[str]:
+    """The global (and attribute) names a code object and the functions defined in it use."""
+    names = list(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names.extend(_code_names(c))
+    return names
+
+
 def _storage_key(t: torch.Tensor) -> Optional[Tuple[str, int]]:
     try:
         return str(t.device), t.untyped_storage().data_ptr()
@@ -103,7 +166,8 @@ class MemoryProbe:
     """Context manager around one run: the profiler with memory events (and, on CUDA, the caching allocator's
     peak). :meth:`record` turns what it saw into ``graph.meta["memory"]``."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, reach: Optional[Tuple[Any, Sequence[Any], Mapping[str, Any]]] = None
+                 ) -> None:
         self.device = device
         self.cuda = device.type == "cuda"
         self._prof: Any = None
@@ -111,11 +175,22 @@ class MemoryProbe:
         self.baseline: Optional[int] = None
         self.allocator_peak: Optional[int] = None
         self.module_ids: Dict[str, set] = {}
+        #: ``(fn, args, kwargs)`` of the step: what it can reach existed before it (:func:`existing_storages`)
+        self._reach = reach
+        self._before: Set[Tuple[str, int]] = set()
+        #: graph storage ids of the saved tensors that existed before the step
+        self.input_ids: set = set()
 
     def note_inputs(self, graph: GradGraph, rec: Any, roots: Sequence[Any]) -> None:
-        """After the capture, before the backward: which graph storages each module received."""
-        if isinstance(rec, MemoryRecorder) and rec.module_inputs:
-            self.module_ids = module_input_ids(rec, storage_ids(graph, roots))
+        """After the capture, before the backward: which graph storages each module received, and which saved
+        storages existed before the step."""
+        modules = isinstance(rec, MemoryRecorder) and bool(rec.module_inputs)
+        if not (modules or self._before):
+            return
+        ids = storage_ids(graph, roots)
+        if modules:
+            self.module_ids = module_input_ids(rec, ids)
+        self.input_ids = {ids[k] for k in self._before if k in ids}
 
     def __enter__(self) -> "MemoryProbe":
         from torch.profiler import ProfilerActivity
@@ -126,6 +201,8 @@ class MemoryProbe:
             raise RuntimeError("memory=True records its timeline with torch.profiler, and a profiler is already "
                                "running here. Run gw.profile/gw.trace(..., memory=True) outside your torch.profiler "
                                "block, or drop memory=True inside it.")
+        if self._reach is not None:
+            self._before = existing_storages(*self._reach)
         if self.cuda:
             torch.cuda.synchronize(self.device)
             self.baseline = torch.cuda.memory_allocated(self.device)
@@ -213,6 +290,7 @@ class MemoryProbe:
                                       else None),
             "baseline": self.baseline,
             "module_inputs": {k: sorted(v) for k, v in (module_inputs or {}).items() if v},
+            "inputs": sorted(self.input_ids),
             "backward": backward,
         }
         graph.meta["memory"] = record

@@ -36,7 +36,7 @@ def trace(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] 
     if memory:
         from .memory import MemoryProbe, MemoryRecorder, device_of
         rec: Recorder = MemoryRecorder()
-        probe = MemoryProbe(device_of(fn, args, kwargs))
+        probe = MemoryProbe(device_of(fn, args, kwargs), reach=(fn, args, kwargs))
     else:
         rec = Recorder()
     gc_was = gc.isenabled()

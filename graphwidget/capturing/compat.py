@@ -7,7 +7,7 @@ recovers what the forward record or the consumers' saved sizes tell.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -101,12 +101,27 @@ def metadata_without_binding(fn: Node) -> Optional[Sequence[Any]]:
     return None
 
 
+#: The size a consumer saved of its input in a slot other than the first (op -> slot -> saved attribute); slot 0 is
+#: ``self_sym_sizes`` for every op. The slots follow the forward's arguments: ``addmm(self, mat1, mat2)``, ``mm(self,
+#: mat2)``.
+_SLOT_SIZES: Dict[str, Dict[int, str]] = {"AddmmBackward0": {1: "mat1_sym_sizes", 2: "mat2_sym_sizes"},
+                                          "MmBackward0": {1: "mat2_sym_sizes"}}
+
+
+def _saved_size(d: Mapping[str, Any], slot: Any) -> Optional[List[int]]:
+    """The size node ``d`` saved of the input it reads in ``slot``, or None."""
+    name = _SLOT_SIZES.get(d.get("op") or "", {}).get(slot) or ("self_sym_sizes" if slot == 0 else None)
+    size = (d.get("attrs") or {}).get(name) if name else None
+    return size if isinstance(size, list) else None
+
+
 def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
     """Outputs still unknown after the forward's record (torch < 2.5), read off the nodes that consume them.
 
     ``gw.trace`` sees only the tensors an op call returns: ``h[:, :, 0, 0]`` is one call that makes four nodes
     (two slices, two selects), and only the last one's output is seen; a plain capture sees none. But a node that
-    saved its input's size (``self_sym_sizes``: every slice, select, expand, sum, view...) says what shape its
+    saved its input's size (``self_sym_sizes``: every slice, select, expand, sum, view...; ``mat1_sym_sizes`` and
+    ``mat2_sym_sizes`` of a matmul, which is how ``nn.Linear``'s transposed weight is known) says what shape its
     producer's output had. So each unknown node whose only output goes to consumers that all saved the same size
     gets that shape, with the dtype/device of a consumer's own output or else of the node's own inputs (nodes are
     visited producers first, so an input filled here counts). Nothing is guessed where consumers disagree or none
@@ -116,12 +131,12 @@ def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
 
     node, succ, pred = adjacency(g)
 
-    def sized(v: Any) -> bool:
-        return isinstance((node[v].get("attrs") or {}).get("self_sym_sizes"), list)
+    def sized(u: Any) -> bool:
+        return any(_saved_size(node[v], item.get("slot")) is not None
+                   for v, e in succ[u].items() for item in [e, *(e.get("also") or ())])
 
     # Only nodes some consumer saved the size of can be filled: none (the usual case), no ordering pass at all.
-    todo = {u for u, d in node.items()
-            if d.get("outputs") is None and d.get("op") != "AccumulateGrad" and any(sized(v) for v in succ[u])}
+    todo = {u for u, d in node.items() if d.get("outputs") is None and d.get("op") != "AccumulateGrad" and sized(u)}
     if not todo:
         return 0
     count = 0
@@ -132,8 +147,8 @@ def _outputs_from_consumers(g: Any, touched: Set[Any]) -> int:
         meta: Optional[Dict[str, Any]] = None
         for v, e in succ[u].items():
             for item in [e, *(e.get("also") or ())]:
-                size = (node[v].get("attrs") or {}).get("self_sym_sizes") if item.get("slot") == 0 else None
-                if item.get("output") != 0 or not isinstance(size, list):
+                size = _saved_size(node[v], item.get("slot"))
+                if item.get("output") != 0 or size is None:
                     shapes.add(None)
                     continue
                 shapes.add(tuple(size))

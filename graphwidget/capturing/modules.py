@@ -7,10 +7,14 @@ has no forward to watch, but every parameter leaf is named (``layer3.2.conv1.wei
    of a linear layer's weight) belongs to the parameter's module (``layer3.2.conv1``);
 2. any other node lies between such nodes: it belongs to the deepest module shared by one of the nearest owned nodes
    before it and one of the nearest after it (a ReLU between ``layer1.0.bn1`` and ``layer1.0.conv2`` is in
-   ``layer1.0``), or to the module around the owned node just before it when that module has a child without
-   parameters that could have made it (``stem.2``, a ``ReLU``, after ``stem.1``: in ``stem``); with owned nodes on
-   one side only (the loss after the last layer), to the parent of theirs. Which of several modules running the
-   same op made it is not recorded without a trace: these paths place nodes for reading, ``gw.trace`` records them.
+   ``layer1.0``), or to a module around the owned node made last before it (by ``seq``) when that module has a child
+   without parameters that could have made it (``stem.2``, a ``ReLU``, after ``stem.1``: in ``stem``; a residual
+   add after ``layer2.0.downsample``: in ``layer2.0``); with owned nodes on one side only (the loss after the last
+   layer), to the parent of theirs. Which of several modules running the same op made it is not recorded without a
+   trace: these paths place nodes for reading, ``gw.trace`` records them.
+   "Nearest" is counted in edges, and ties between equally deep modules go to the nearer one, never to the one whose
+   name sorts first: so identical blocks get identical nodes (the residual add and the ReLU after it in every block
+   of ``layer3``; ``layer3.1`` no longer takes ``layer3.10``'s), and a view can fold them.
 
 A parameter shared by several modules (GPT-2's embedding and output layer hold one tensor) carries one name in the
 graph; an op consuming it goes to the sharing module whose class its op names (``EmbeddingBackward0``: the
@@ -22,7 +26,7 @@ alike, so that a view can say what a module is.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
@@ -72,8 +76,26 @@ def _depth(path: str) -> int:
     return path.count(".") + 1 if path else 0
 
 
-def _nearest(found: Iterable[str]) -> FrozenSet[str]:
-    return frozenset(sorted(set(found), key=lambda p: (-_depth(p), p))[:_KEEP])
+#: A module seen from a node: (distance in edges to its nearest owned node, seq of its owned node made last (seen
+#: from after it) or first (seen from before it)).
+_Seen = Tuple[int, float]
+
+
+def _nearest(found: Iterable[Tuple[str, _Seen]], last: bool) -> Dict[str, _Seen]:
+    """The ``_KEEP`` nearest modules among ``found`` (nearest first, then deepest), each with its smallest distance
+    and its latest (``last``) or earliest seq."""
+    best: Dict[str, _Seen] = {}
+    for p, (d, q) in found:
+        old = best.get(p)
+        best[p] = (d, q) if old is None else (min(old[0], d), max(old[1], q) if last else min(old[1], q))
+    if len(best) <= _KEEP:
+        return best
+    return dict(sorted(best.items(), key=lambda pd: (pd[1][0], -_depth(pd[0]), pd[0]))[:_KEEP])
+
+
+def _pick(candidates: Iterable[Tuple[str, int]]) -> str:
+    """The deepest candidate module; among equally deep ones the nearest (names only break exact ties)."""
+    return max(candidates, key=lambda pd: (_depth(pd[0]), -pd[1], pd[0]))[0]
 
 
 def _by_class(op: str, paths: Iterable[str], classes: Dict[str, str]) -> Optional[str]:
@@ -124,14 +146,20 @@ def infer_modules(graph: Any, classes: Dict[str, str], aliases: Optional[Dict[st
                 or [transforms[u] for u in pred[v] if u in transforms])
         if mods:
             owner[v] = _common_all(mods)
-    before: Dict[Any, FrozenSet[str]] = {}
+    def seen(u: Any, near: Dict[Any, Dict[str, _Seen]], unknown: float) -> Iterable[Tuple[str, _Seen]]:
+        if u in owner:
+            q = node[u].get("seq")
+            return ((owner[u], (1, unknown if q is None else float(q))),)
+        return ((p, (d + 1, q)) for p, (d, q) in near.get(u, {}).items())
+
+    before: Dict[Any, Dict[str, _Seen]] = {}
     for v in order:
         if v not in owner:
-            before[v] = _nearest(p for u in pred[v] for p in ((owner[u],) if u in owner else before.get(u, ())))
-    after: Dict[Any, FrozenSet[str]] = {}
+            before[v] = _nearest((pd for u in pred[v] for pd in seen(u, before, float("-inf"))), last=True)
+    after: Dict[Any, Dict[str, _Seen]] = {}
     for v in reversed(order):
         if v not in owner:
-            after[v] = _nearest(p for w in succ[v] for p in ((owner[w],) if w in owner else after.get(w, ())))
+            after[v] = _nearest((pd for w in succ[v] for pd in seen(w, after, float("inf"))), last=False)
     # modules that may hold a parameterless op made just after one of their children: a child without parameters
     owning = set(leaves.values())
     holds_free_ops = {_parent(path) for path in classes if path and path not in owning}
@@ -142,13 +170,19 @@ def infer_modules(graph: Any, classes: Dict[str, str], aliases: Optional[Dict[st
             continue
         found: Optional[str] = owner.get(v)
         if found is None:
-            up, down = before.get(v, frozenset()), after.get(v, frozenset())
+            up, down = before.get(v, {}), after.get(v, {})
             if up and down:
-                candidates = [_common(p, c) for p in up for c in down]
-                candidates += [_parent(p) for p in up if p and _parent(p) in holds_free_ops]
-                found = max(candidates, key=lambda p: (_depth(p), p))
+                candidates = [(_common(p, c), du + dc) for p, (du, _) in up.items() for c, (dc, _) in down.items()]
+                # the deepest module around the owned node made last before this one with a parameterless child
+                last = max(up, key=lambda p: (up[p][1], -up[p][0], _depth(p), p))
+                around: Optional[str] = _parent(last) if last else None
+                while around is not None and around not in holds_free_ops:
+                    around = _parent(around) if around else None
+                if around is not None:
+                    candidates.append((around, up[last][0]))
+                found = _pick(candidates)
             elif up or down:
-                found = _parent(max(up or down, key=lambda p: (_depth(p), p)))
+                found = _parent(_pick((p, d) for p, (d, _) in (up or down).items()))
         if found is not None:
             d["module"] = found
             filled += 1

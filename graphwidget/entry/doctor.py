@@ -82,9 +82,10 @@ def _facts() -> Dict[str, Any]:
 
 
 def _bundle() -> Dict[str, Any]:
-    static = Path(__file__).with_name("static")
+    from ..views.assets import STATIC as static
+    from ..views.assets import VIEWER_JS, WIDGET_JS
     files = {}
-    for name in ("widget.js", "viewer.js"):
+    for name in (WIDGET_JS, VIEWER_JS):
         p = static / name
         files[name] = {"path": str(p), "bytes": p.stat().st_size} if p.is_file() else {"path": str(p),
                                                                                           "missing": True}
@@ -116,7 +117,7 @@ def report() -> Dict[str, Any]:
                       f"torch >= {'.'.join(map(str, SUPPORTED_TORCH_MIN))} (tested: {', '.join(TESTED_TORCH)})"),
         },
         "platform": {"system": platform.platform(), "machine": platform.machine(), "executable": sys.executable,
-                     "prefix": sys.prefix, "package": str(Path(__file__).parent)},
+                     "prefix": sys.prefix, "package": str(Path(__file__).resolve().parents[1])},
         "engine": _engine(),
         "facts": _facts(),
         "bundle": _bundle(),

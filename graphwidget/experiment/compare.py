@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
@@ -44,6 +44,8 @@ from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_n
 from .state import State, mutations
 
 __all__ = ["compare", "CompareError", "StructureMismatch"]
+
+T = TypeVar("T")
 
 
 class CompareError(RuntimeError):
@@ -165,9 +167,10 @@ class Side:
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
 
-    def run(self) -> None:
-        """Forward under the recorder (source lines, module paths), capture with named leaves, and the gradient of
-        every leaf with ``torch.autograd.grad`` (no ``.grad`` is written)."""
+    def run(self, like: Optional[Namer] = None) -> None:
+        """Forward under the recorder (source lines, module paths), capture with named leaves (a tensor ``like``
+        names too — the reference side's — with that name), and the gradient of every leaf with
+        ``torch.autograd.grad`` (no ``.grad`` is written)."""
         rec = Recorder()
         try:
             with rec:
@@ -184,6 +187,8 @@ class Side:
             raise ValueError(f"graphwidget.compare: side {self.side} ({self.label!r}) returned {describe(out)} with "
                              f"no tensor that requires grad, so there is no backward to compare: {why}.")
         name_modules(self.namer, rec.top_modules)
+        if like is not None:
+            self.namer.align(like)
         self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
                                         roots=roots, who="graphwidget.compare")
         self.leaves = leaf_tensors(roots)
@@ -235,7 +240,8 @@ def _same_structure(a: Side, b: Side) -> None:
     if ka != kb:
         raise StructureMismatch(
             f"graphwidget.compare: the two functions return different structures, so their outputs cannot be "
-            f"compared: A ({a.label!r}) returned {describe(a.out)}, B ({b.label!r}) returned {describe(b.out)}. "
+            f"compared: {a.side} ({a.label!r}) returned {describe(a.out)}, {b.side} ({b.label!r}) returned "
+            f"{describe(b.out)}. "
             f"Make both return the same kind of value (e.g. the loss tensor).")
 
 
@@ -318,6 +324,32 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
         if not callable(fn):
             raise TypeError(f"graphwidget.compare: fn_{side.lower()} ({label!r}) must be callable (a function or an "
                             f"nn.Module); got {type(fn).__name__}. Call it as gw.compare(fn_a, fn_b, *inputs).")
+    check_options(profile, repeat, band, budget, threads)
+    sides, state, saved_grads = prepare(((fn_a, "A", la), (fn_b, "B", lb)), args, kwargs)
+    a, b = sides
+    timing = None
+    try:
+        try:
+            run_sides(sides, state, args, kwargs)
+            equivalence = _equivalence(a, b)
+            if profile:
+                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+            peaks = peaks_of(sides, state, fn_a, args, kwargs) if memory else None
+            assert a.graph is not None and b.graph is not None
+            a.graph.output, b.graph.output = a.out, b.out
+            d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+            d.memory = peaks
+        finally:
+            _restore(state, saved_grads)
+    finally:
+        _restore(state, saved_grads)  # again: an interrupt at any line of the first leaves this one to finish
+    if advise:
+        advise_graphs([d.a, d.b])
+    return d
+
+
+def check_options(profile: Any, repeat: Any, band: Any, budget: Any, threads: Any) -> None:
+    """compare's options (two sides or N), each checked with what to write instead."""
     if not isinstance(profile, bool):
         raise TypeError(f"graphwidget.compare: profile must be True or False; got {profile!r}.")
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
@@ -330,43 +362,37 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
         raise ValueError(f"graphwidget.compare: threads must be None (as configured; 1 on a busy machine) or an "
                          f"integer >= 1; got {threads!r}.")
+
+
+def prepare(items: Sequence[Tuple[Callable[..., Any], str, str]], args: Sequence[Any], kwargs: Mapping[str, Any]
+            ) -> Tuple[List[Side], State, List[Tuple[torch.Tensor, Any]]]:
+    """One :class:`Side` per ``(function, letter, label)``, each on its own copy of the inputs; the saved
+    :class:`~.state.State` of everything any side reaches, and the ``.grad`` of its leaves (for :func:`_restore`)."""
     arg_modules = _modules(args, kwargs)
     sides = []
-    for fn, side, label in ((fn_a, "A", la), (fn_b, "B", lb)):
+    for fn, side, label in items:
         inputs = Inputs(args, kwargs)
         sides.append(Side(fn, side, label, inputs, side_names(fn, inputs.names, arg_modules)))
-    a, b = sides
     reachable = [t for s in sides for _, t in s.namer.items]
     state = State(reachable, _devices(args, kwargs, reachable), [b for s in sides for b in s.namer.buffers])
     saved_grads = [(t, t.grad) for t in reachable if t.grad_fn is None]
-    timing = None
-    try:
-        try:
-            for s in sides:
-                state.reset()
-                versions = {id(t): t._version for _, t in s.inputs.names}
-                s.run()
-                s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
-            _same_structure(a, b)
-            tensors = [x.tensor for x in state.saved]
-            for s in sides:
-                state.reset()
-                s.reference(args, kwargs, tensors)
-            equivalence = _equivalence(a, b)
-            if profile:
-                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
-            peaks = _peaks(a, b, state, fn_a, args, kwargs) if memory else None
-            assert a.graph is not None and b.graph is not None
-            a.graph.output, b.graph.output = a.out, b.out
-            d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
-            d.memory = peaks
-        finally:
-            _restore(state, saved_grads)
-    finally:
-        _restore(state, saved_grads)  # again: an interrupt at any line of the first leaves this one to finish
-    if advise:
-        _advise(d)
-    return d
+    return sides, state, saved_grads
+
+
+def run_sides(sides: Sequence[Side], state: State, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """Run and capture every side from the same state (what each mutated noted), check that each returns the
+    first one's structure, then run each in float64 (the reference of "same maths?")."""
+    for s in sides:
+        state.reset()
+        versions = {id(t): t._version for _, t in s.inputs.names}
+        s.run(like=sides[0].namer if s is not sides[0] else None)
+        s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
+    for s in sides[1:]:
+        _same_structure(sides[0], s)
+    tensors = [x.tensor for x in state.saved]
+    for s in sides:
+        state.reset()
+        s.reference(args, kwargs, tensors)
 
 
 def _restore(state: State, saved_grads: Sequence[Tuple[torch.Tensor, Any]]) -> None:
@@ -380,34 +406,58 @@ def _restore(state: State, saved_grads: Sequence[Tuple[torch.Tensor, Any]]) -> N
 def _time(a: Side, b: Side, state: State, repeat: int, band: float, budget: float, threads: Optional[int],
           fn_a: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     """The speed verdict from plain runs, then per-node times from instrumented ones."""
+    from . import speed
+    from .interleave import interleaved
+
+    def measure(plain: List[Any]) -> Tuple[Dict[str, Any], int]:
+        t = speed.measure(plain, band=band, budget_s=budget, threads=threads)
+        return t, t["threads"]
+
+    timing, per_node = timed([a, b], state, repeat, fn_a, args, kwargs, measure, interleaved)
+    return with_per_node(timing, per_node, b.label, band)
+
+
+def timed(sides: Sequence[Side], state: State, repeat: int, fn_a: Any, args: Sequence[Any],
+          kwargs: Mapping[str, Any], measure: Callable[[List[Any]], Tuple[T, int]],
+          per_node: Callable[..., Dict[str, Any]]) -> Tuple[T, Dict[str, Any]]:
+    """Time the sides: ``measure`` gets them as plain :class:`.speed.Side` runs and returns its timing and the
+    threads it timed with; then ``per_node`` (:func:`.interleave.interleaved`'s signature) writes per-node times
+    from ``repeat`` instrumented rounds into the graphs, with those threads, so the two read alike."""
     from ..profiling.checks import guess_device
     from . import speed
-    from .interleave import GradGuard, interleaved
+    from .interleave import GradGuard
     device = guess_device(fn_a, args, kwargs)
     guard = GradGuard()
     try:
         plain = [speed.Side(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
-                 for s in (a, b)]
-        timing = speed.measure(plain, band=band, budget_s=budget, threads=threads)
-        assert a.graph is not None and b.graph is not None
+                 for s in sides]
+        timing, threads = measure(plain)
+        graphs = [s.graph for s in sides]
+        assert all(g is not None for g in graphs)
         configured = torch.get_num_threads()
-        try:  # per-node times with the threads the verdict used, so the two read alike
-            torch.set_num_threads(timing["threads"])
-            per_node = interleaved([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in (a, b)],
-                                   [a.graph, b.graph], repeat, guard, device)
+        try:
+            torch.set_num_threads(threads)
+            got = per_node([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in sides], graphs, repeat,
+                           guard, device)
         finally:
             torch.set_num_threads(configured)
     finally:
         guard.restore()
+    return timing, got
+
+
+def with_per_node(timing: Dict[str, Any], per_node: Dict[str, Any], label_b: str, band: float) -> Dict[str, Any]:
+    """A pair's timing record with how its per-node times were taken, and the whole step's verdict on top (the
+    diff document's form)."""
     timing["per_node"] = {"rounds": per_node["runs"], "instrumented": True, "order": per_node["order"]}
     step = timing["step"]
     timing.update(ratio=step["ratio"], low=step["low"], high=step["high"], runs=timing["rounds"],
-                  verdict=labelled(step["verdict"], b.label, band))
+                  verdict=labelled(step["verdict"], label_b, band))
     return timing
 
 
-def _peaks(a: Side, b: Side, state: State, fn_a: Any, args: Sequence[Any],
-           kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+def peaks_of(sides: Sequence[Side], state: State, fn_a: Any, args: Sequence[Any],
+             kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     """One plain step of each side with its allocator peak measured (:mod:`.peak`)."""
     from ..profiling.checks import guess_device
     from .interleave import GradGuard
@@ -416,18 +466,17 @@ def _peaks(a: Side, b: Side, state: State, fn_a: Any, args: Sequence[Any],
     guard = GradGuard()
     try:
         got = [measure_peak(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
-               for s in (a, b)]
+               for s in sides]
     finally:
         guard.restore()
-    return {"peak": [got[0]["bytes"], got[1]["bytes"]], "source": got[0]["source"], "measured": True,
-            "device": str(device)}
+    return {"peak": [x["bytes"] for x in got], "source": got[0]["source"], "measured": True, "device": str(device)}
 
 
-def _advise(d: Diff) -> None:
-    """Both sides' findings, so the Findings tab and "resolved in B" need no extra call. A failing rule must not cost
-    the user the comparison: it becomes a warning."""
+def advise_graphs(graphs: Sequence[GradGraph]) -> None:
+    """Every side's findings, so the Findings tab and "resolved in B" need no extra call. A failing rule must not
+    cost the user the comparison: it becomes a warning."""
     from ..analysis.advisor import advise
-    for g in (d.a, d.b):
+    for g in graphs:
         try:
             advise(g)
         except Exception as exc:  # noqa: BLE001

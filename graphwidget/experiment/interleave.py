@@ -40,13 +40,24 @@ class _Side:
         self.maps: Dict[Any, List[int]] = {}
 
 
+#: The order of two sides' rounds: A, B in even rounds, B, A in odd ones.
+ORDER = "A,B,B,A,..."
+
+
+def alternate(r: int, n: int) -> List[int]:
+    """Round ``r``'s order of ``n`` sides: forwards in even rounds, backwards in odd ones (:data:`ORDER`)."""
+    return list(range(n)) if r % 2 == 0 else list(range(n))[::-1]
+
+
 def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping[str, Any], Callable[[], None]]],
-                graphs: Sequence[GradGraph], repeat: int, guard: GradGuard, device: torch.device) -> Dict[str, Any]:
-    """Time both sides over ``repeat`` interleaved instrumented rounds (after one warmup round), write per-node
-    medians (``fwd_ms``, ``bwd_ms``) and ``meta["timing"]`` into ``graphs`` (the two graphs already captured from the
+                graphs: Sequence[GradGraph], repeat: int, guard: GradGuard, device: torch.device,
+                order: Callable[[int, int], List[int]] = alternate, order_text: str = ORDER) -> Dict[str, Any]:
+    """Time the sides over ``repeat`` interleaved instrumented rounds (after one warmup round), write per-node
+    medians (``fwd_ms``, ``bwd_ms``) and ``meta["timing"]`` into ``graphs`` (the graphs already captured from the
     same functions and inputs), and return how many rounds ran and in which order.
     ``before`` (per side) is called before every run (it resets the RNG and module buffers); ``device`` picks the
-    clock (CUDA events on a CUDA device)."""
+    clock (CUDA events on a CUDA device); ``order(r, n)`` is round ``r``'s order of the ``n`` sides, said in words
+    by ``order_text`` (:mod:`.nway_speed` turns N sides)."""
     dev = device
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
     state = [_Side(*s) for s in sides]
@@ -57,8 +68,7 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
         try:
             GC_PAUSE.acquire(token)
             for r in range(repeat + 1):
-                order = (0, 1) if r % 2 == 0 else (1, 0)
-                for i in order:
+                for i in order(r, len(state)):
                     _measure(state[i], clock, guard, token, keep=r > 0, graph=graphs[i])
         finally:
             GC_PAUSE.release(token)
@@ -67,7 +77,7 @@ def interleaved(sides: Sequence[Tuple[Callable[..., Any], Sequence[Any], Mapping
     for s, g in zip(state, graphs):
         annotate(g, s.runs, stat="median", backward=True, repeat=repeat, warmup=1, device=dev, clock=clock,
                  interleaved=True)
-    return {"runs": len(state[0].runs), "order": "A,B,B,A,..."}
+    return {"runs": len(state[0].runs), "order": order_text}
 
 
 def _measure(s: _Side, clock: Any, guard: GradGuard, token: object, keep: bool, graph: GradGraph) -> None:

@@ -11,6 +11,10 @@ not only among the arguments. Each gets one name, unique on its side:
 - what is left (a module only the recorder saw, a tensor made elsewhere): its class and the order in which it
   was met (``<Linear#2>.weight``, ``leaf#3``).
 
+A tensor the reference side (A) names too — a parameter both sides use, reached as ``fc1.weight`` by one and as
+``block.fc1.weight`` through a closure by the other — takes A's name on the other side as well (:meth:`Namer.align`):
+it is one tensor, and the diff matches the graphs' leaves by name.
+
 Pairing never trusts a name that can repeat: a tensor both sides use is paired with itself (parameters are shared,
 not copied); inputs by argument; only then tensors named alike on both sides (two model instances with the same
 structure, ``fc1.weight`` of each), then tensors with the same name within their module (``model.fc.bias`` and
@@ -53,6 +57,19 @@ class Namer:
         self._taken.setdefault(name, 1)
         self.by_id[id(t)] = name
         self.items.append((name, t))
+
+    def align(self, other: "Namer") -> None:
+        """Each tensor ``other`` names too takes ``other``'s name here, where no other tensor here has it."""
+        names = {n for n, _ in self.items}
+        for k, (name, t) in enumerate(self.items):
+            want = other.by_id.get(id(t))
+            if want is None or want == name or want in names:
+                continue
+            names.discard(name)
+            names.add(want)
+            self.items[k] = (want, t)
+            self.by_id[id(t)] = want
+            self._taken.setdefault(want, 1)
 
     def module(self, prefix: str, m: torch.nn.Module) -> None:
         """Every parameter and buffer of ``m`` (and plain tensor attributes of its submodules) under ``prefix``."""

@@ -15,11 +15,21 @@ from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.diff.multi import MultiDiff, _ref_index, build_multi, check_sides, default_labels
-from ..analysis.diff.verdicts import BAND, labelled
-from .compare import Inputs, Side, _devices, _equivalence, _modules, _restore, _same_structure
+from ..analysis.diff.verdicts import BAND
+from .compare import (
+    Side,
+    _equivalence,
+    _restore,
+    advise_graphs,
+    check_options,
+    peaks_of,
+    prepare,
+    run_sides,
+    timed,
+    with_per_node,
+)
 from .compare import compare as two_way
-from .naming import side_names
-from .state import State, mutations
+from .state import State
 
 __all__ = ["compare", "compare_sides"]
 
@@ -79,40 +89,23 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
         if not callable(fn):
             raise TypeError(f"graphwidget.compare: side {label!r} must be callable (a function or an nn.Module); got "
                             f"{type(fn).__name__}.")
-    _check_options(profile, repeat, band, budget, threads)
+    check_options(profile, repeat, band, budget, threads)
     if not isinstance(memory, bool):
         raise TypeError(f"graphwidget.compare: memory must be True or False; got {memory!r}.")
     k = 0 if reference is None else _ref_index(reference, labs, "graphwidget.compare")
     perm = [k] + [i for i in range(len(items)) if i != k]
     items, labs = [items[i] for i in perm], [labs[i] for i in perm]
     letters = [chr(ord("A") + i) if i < 26 else f"#{i}" for i in range(len(items))]
-    arg_modules = _modules(args, kwargs)
-    sides: List[Side] = []
-    for fn, letter, label in zip(items, letters, labs):
-        inputs = Inputs(args, kwargs)
-        sides.append(Side(fn, letter, label, inputs, side_names(fn, inputs.names, arg_modules)))
-    reachable = [t for s in sides for _, t in s.namer.items]
-    state = State(reachable, _devices(args, kwargs, reachable), [b for s in sides for b in s.namer.buffers])
-    saved_grads = [(t, t.grad) for t in reachable if t.grad_fn is None]
+    sides, state, saved_grads = prepare(list(zip(items, letters, labs)), args, kwargs)
     try:
         try:
-            for s in sides:
-                state.reset()
-                versions = {id(t): t._version for _, t in s.inputs.names}
-                s.run()
-                s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
-            for s in sides[1:]:
-                _same_structure(sides[0], s)
-            tensors = [x.tensor for x in state.saved]
-            for s in sides:
-                state.reset()
-                s.reference(args, kwargs, tensors)
+            run_sides(sides, state, args, kwargs)
             n = len(sides)
             equivalence = {(i, j): _equivalence(sides[i], sides[j]) for i in range(n) for j in range(n) if i != j}
             timing: Dict[Tuple[int, int], Dict[str, Any]] = {}
             if profile:
                 timing = _time(sides, state, repeat, band, budget, threads, items[0], args, kwargs)
-            peaks = _peaks(sides, state, items[0], args, kwargs) if memory else None
+            peaks = peaks_of(sides, state, items[0], args, kwargs) if memory else None
             graphs = []
             for s in sides:
                 assert s.graph is not None
@@ -129,85 +122,20 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
     finally:
         _restore(state, saved_grads)  # again: an interrupt at any line of the first leaves this one to finish
     if advise:
-        for g in d.graphs.values():
-            _advise_graph(g)
+        advise_graphs(list(d.graphs.values()))
     return d
-
-
-def _check_options(profile: Any, repeat: Any, band: Any, budget: Any, threads: Any) -> None:
-    """The same checks, and words, as the two-way compare's."""
-    if not isinstance(profile, bool):
-        raise TypeError(f"graphwidget.compare: profile must be True or False; got {profile!r}.")
-    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
-        raise ValueError(f"graphwidget.compare: repeat (instrumented rounds for per-node times) must be an integer "
-                         f">= 1; got {repeat!r}.")
-    if not isinstance(band, (int, float)) or isinstance(band, bool) or not 0 <= band < 1:
-        raise ValueError(f"graphwidget.compare: band must be a fraction in [0, 1), e.g. 0.05 for ±5 %; got {band!r}.")
-    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or not budget > 0:
-        raise ValueError(f"graphwidget.compare: budget must be a number of seconds > 0; got {budget!r}.")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-        raise ValueError(f"graphwidget.compare: threads must be None (as configured; 1 on a busy machine) or an "
-                         f"integer >= 1; got {threads!r}.")
 
 
 def _time(sides: Sequence[Side], state: State, repeat: int, band: float, budget: float, threads: Optional[int],
           fn0: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Dict[Tuple[int, int], Dict[str, Any]]:
     """Every pair's speed record from plain runs of all sides, then per-node times from instrumented ones."""
-    import torch
+    from . import nway_speed
 
-    from ..profiling.checks import guess_device
-    from . import nway_speed, speed
-    from .interleave import GradGuard
-    device = guess_device(fn0, args, kwargs)
-    guard = GradGuard()
-    try:
-        plain = [speed.Side(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
-                 for s in sides]
-        timing = nway_speed.measure(plain, band=band, budget_s=budget * (len(sides) - 1), threads=threads)
-        graphs = [s.graph for s in sides]
-        assert all(g is not None for g in graphs)
-        configured = torch.get_num_threads()
-        try:  # per-node times with the threads the verdicts used, so the two read alike (as two-way compare)
-            torch.set_num_threads(next(iter(timing.values()))["threads"])
-            per_node = nway_speed.per_node([(s.call, s.inputs.args, s.inputs.kwargs, state.reset) for s in sides],
-                                           graphs, repeat, guard, device)  # type: ignore[arg-type]
-        finally:
-            torch.set_num_threads(configured)
-    finally:
-        guard.restore()
+    def measure(plain: List[Any]) -> Tuple[Dict[Tuple[int, int], Dict[str, Any]], int]:
+        t = nway_speed.measure(plain, band=band, budget_s=budget * (len(sides) - 1), threads=threads)
+        return t, next(iter(t.values()))["threads"]
+
+    timing, per_node = timed(sides, state, repeat, fn0, args, kwargs, measure, nway_speed.per_node)
     for (_, j), t in timing.items():
-        t["per_node"] = {"rounds": per_node["runs"], "instrumented": True, "order": per_node["order"]}
-        step = t["step"]
-        t.update(ratio=step["ratio"], low=step["low"], high=step["high"], runs=t["rounds"],
-                 verdict=labelled(step["verdict"], sides[j].label, band))
+        with_per_node(t, per_node, sides[j].label, band)
     return timing
-
-
-def _peaks(sides: Sequence[Side], state: State, fn0: Any, args: Sequence[Any],
-           kwargs: Mapping[str, Any]) -> Dict[str, Any]:
-    """One plain step of every side with its allocator peak measured (two-way compare's ``_peaks``, N sides)."""
-    from ..profiling.checks import guess_device
-    from .interleave import GradGuard
-    from .peak import measure_peak
-    device = guess_device(fn0, args, kwargs)
-    guard = GradGuard()
-    try:
-        got = [measure_peak(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
-               for s in sides]
-    finally:
-        guard.restore()
-    return {"peak": [x["bytes"] for x in got], "source": got[0]["source"], "measured": True, "device": str(device)}
-
-
-def _advise_graph(g: Any) -> None:
-    """A graph's findings (as two-way compare's ``_advise``): a failing rule becomes a warning, never a lost
-    comparison."""
-    import warnings
-
-    from ..analysis.advisor import advise
-    try:
-        advise(g)
-    except Exception as exc:  # noqa: BLE001
-        warnings.warn(f"graphwidget.compare: the advisor failed on {g.meta.get('title')!r} "
-                      f"({type(exc).__name__}: {exc}); the comparison is complete without its findings.",
-                      RuntimeWarning, stacklevel=3)

@@ -101,10 +101,14 @@ def profile(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any
     """:func:`graphwidget.profiling.profile` — its arguments and result unchanged when ``ranks`` is None. With
     ``ranks="all"`` (or a list of ranks, or :class:`Ranks`), inside a ``torch.distributed`` job: every rank profiles
     its step, and the graphs are gathered to rank 0, which returns a :class:`~graphwidget.RankSet`; the other ranks
-    return their own graph (module docstring: what happens when a rank raises or hangs)."""
+    return their own graph (module docstring: what happens when a rank raises or hangs). With ``ranks``, ``stat``
+    defaults to ``"median"``: per-node medians over the repeats, robust to a run one rank lost to the machine."""
     if ranks is None:
         return _profile(fn, *args, **kwargs)
     opts = _options(ranks, "graphwidget.profile")
+    # Ranks are compared node by node: per-node medians over the repeats, so that one run a rank spent descheduled
+    # (or, under DDP, waiting inside a node's hook) does not make it the straggler. stat= still chooses.
+    kwargs.setdefault("stat", "median")
     return gathered(lambda: _profile(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.profile")
 
 

@@ -13,9 +13,15 @@ thread stalls the rest — and multi-threaded timings measure the scheduler, not
 says otherwise, both sides are timed single-threaded, and the record says so and why.
 
 Rounds alternate the order (A, B, then B, A, ...) so drift hits both sides alike; a round's ratio is B's time over
-A's in that round, the ratio reported is the median over rounds, with a percentile bootstrap interval over whole
-rounds. Sampling is adaptive: after :data:`MIN_ROUNDS` rounds it stops as soon as the whole step's verdict is decided
-(:func:`~graphwidget.analysis.diff.verdicts.speed_verdict`), or when the time budget is spent, and says which. On the
+A's in that round, the ratio reported is the median over rounds, with a distribution-free interval for that median
+(:func:`median_interval`: two order statistics of the rounds' ratios, chosen by the binomial distribution). A
+percentile bootstrap of the median is too narrow over the few rounds a verdict is often reached on (over eight
+rounds it spans little more than the middle ratios, and misses the median far more often than one time in twenty),
+which let identical functions be called faster or slower at the first look.
+Sampling is adaptive: after :data:`MIN_ROUNDS` rounds it stops as soon as the whole step's verdict is decided
+(:func:`~graphwidget.analysis.diff.verdicts.speed_verdict`) on the stricter :data:`LOOK_LEVEL` interval — every look
+is one more chance to stop on a lucky streak, so a look stops only on what even the wider interval decides — or when
+the time budget is spent, and says which; the verdict itself is then read from the :data:`LEVEL` interval. On the
 CPU the verdict uses the clock whose interval for the whole step is the narrower (the more stable under the load of
 the moment), and says which; every phase is then judged on that clock, so one ratio is shown everywhere.
 """
@@ -24,13 +30,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
-from .._util.stats import bootstrap_interval, median
+from .._util.stats import median
 from ..analysis.diff.verdicts import BAND, UNCLEAR, speed_verdict
 from ..profiling.checks import select_roots
+from .interleave import ORDER, alternate
 
 #: Rounds before the first look at the verdict.
 MIN_ROUNDS = 8
@@ -44,7 +51,12 @@ MIN_INNER = 3
 MAX_INNER = 64
 SLOW_MS = 200.0
 LEVEL = 0.95
+#: The interval a look at the verdict stops sampling on (module docstring): wider than :data:`LEVEL`'s, and nested
+#: around it, so what it decides the final interval decides alike.
+LOOK_LEVEL = 0.99
 PHASES = ("step", "forward", "backward")
+
+T = TypeVar("T")
 
 #: The fastest forward, backward and step of a measurement, by wall clock (CUDA: events) then by CPU time (ms).
 Phase = Tuple[float, float, float, float, float, float]
@@ -53,6 +65,26 @@ Phase = Tuple[float, float, float, float, float, float]
 def paired_ratio(pairs: Sequence[Tuple[float, float]]) -> float:
     """Median over the rounds of B's time / A's time in the same round: what drifts between rounds cancels."""
     return median([b / a for a, b in pairs if a > 0]) or 0.0
+
+
+def median_interval(values: Sequence[float], level: float = LEVEL) -> Tuple[float, float]:
+    """Distribution-free confidence interval for the median of ``values`` (independent draws of any continuous
+    distribution): the ``k``-th smallest and the ``k``-th largest value, ``k`` the largest rank with
+    ``P(Binomial(n, 1/2) < k) <= (1 - level) / 2``, so the interval holds the true median with probability at least
+    ``level``. With too few values for that (five or fewer at 95 %) it is the whole range, which holds the median with
+    probability ``1 - 2 / 2**n``."""
+    v = sorted(values)
+    n = len(v)
+    if not n:
+        raise ValueError("median_interval needs at least one value")
+    tail, k, below = (1 - level) / 2, 0, 0.0
+    while k < n // 2:
+        below += math.comb(n, k) / 2 ** n  # P(Binomial(n, 1/2) <= k) = P(< k + 1)
+        if below > tail:
+            break
+        k += 1
+    k = max(k, 1)
+    return v[k - 1], v[n - k]
 
 
 class Side:
@@ -107,10 +139,12 @@ def _phase(samples: Sequence[Phase], phase: str, cpu: bool) -> List[float]:
 
 
 def _judge(a: Sequence[Phase], b: Sequence[Phase], phase: str, cpu: bool, band: float,
-           resamples: int) -> Dict[str, Any]:
+           resamples: int = 0, level: float = LEVEL) -> Dict[str, Any]:
+    """One phase judged on one clock. ``resamples`` is not used (the interval is :func:`median_interval`'s, exact);
+    it stays for the callers that pass it."""
     pairs = list(zip(_phase(a, phase, cpu), _phase(b, phase, cpu)))
     ratio = paired_ratio(pairs)
-    low, high = bootstrap_interval(pairs, paired_ratio, level=LEVEL, resamples=resamples)
+    low, high = median_interval([y / x for x, y in pairs if x > 0] or [0.0], level)
     return {"ratio": ratio, "low": low, "high": high, "verdict": speed_verdict(ratio, low, high, band),
             "ms": [median([p[0] for p in pairs]), median([p[1] for p in pairs])]}
 
@@ -120,13 +154,13 @@ def _width(t: Dict[str, Any]) -> float:
 
 
 def _clock(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, band: float,
-           resamples: int) -> Tuple[bool, Dict[str, Any]]:
+           resamples: int = 0, level: float = LEVEL) -> Tuple[bool, Dict[str, Any]]:
     """``(use CPU time?, the whole step judged on that clock)``: CPU time when its interval for the whole step is
     the narrower, else the wall clock (CUDA: events)."""
-    wall = _judge(a, b, "step", False, band, resamples)
+    wall = _judge(a, b, "step", False, band, level=level)
     if cuda:
         return False, wall
-    cpu = _judge(a, b, "step", True, band, resamples)
+    cpu = _judge(a, b, "step", True, band, level=level)
     return (True, cpu) if _width(cpu) < _width(wall) else (False, wall)
 
 
@@ -165,22 +199,51 @@ def measure(sides: Sequence[Side], band: float = BAND, budget_s: float = 3.0, th
     sides' median ms, plus the ratios on the other clock, the threads used, the number of rounds and why sampling
     stopped. ``threads``: intra-op threads to time with (``None``: as configured, or 1 on a busy machine)."""
     cuda = sides[0].device.type == "cuda"
+    out, n, why = with_threads(threads, cuda, lambda: _measure(sides, band, budget_s, min_rounds, max_rounds, cuda))
+    out.update(threads=n, threads_why=why)
+    return out
+
+
+def with_threads(threads: Optional[int], cuda: bool, run: Callable[[], T]) -> Tuple[T, int, str]:
+    """``run()`` with the intra-op threads :func:`choose_threads` picks (torch's setting put back after), and how
+    many threads and why."""
     n, why = choose_threads(threads, cuda)
     before = torch.get_num_threads()
     try:
         if n != before:
             torch.set_num_threads(n)
-        out = _measure(sides, band, budget_s, min_rounds, max_rounds, cuda)
+        out = run()
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
-    out.update(threads=n, threads_why=why)
-    return out
+    return out, n, why
 
 
 def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: int, max_rounds: int,
              cuda: bool) -> Dict[str, Any]:
     a, b = sides
+    decided_on: List[bool] = []  # the clock the deciding look read (its verdict is the one to report)
+
+    def decided() -> bool:
+        look_cpu, look = _clock(a.samples, b.samples, cuda, band, level=LOOK_LEVEL)
+        if look["verdict"] != UNCLEAR:
+            decided_on.append(look_cpu)
+            return True
+        return False
+
+    sampled = sample(sides, alternate, decided, budget_s, min_rounds, max_rounds)
+    use_cpu = decided_on[0] if decided_on else _clock(a.samples, b.samples, cuda, band)[0]
+    why = ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
+           if use_cpu else "wall clock: its interval was the narrower") + (" at the look that decided" if decided_on
+                                                                            else "")
+    return record(a.samples, b.samples, cuda, use_cpu, band, sampled, budget_s, ORDER, why)
+
+
+def sample(sides: Sequence[Side], order: Callable[[int, int], Sequence[int]], decided: Callable[[], bool],
+           budget_s: float, min_rounds: int, max_rounds: int) -> Dict[str, Any]:
+    """Warm every side up, then measure every side once per round in ``order(round, n)`` until ``decided()`` (looked
+    at on whole pairs of rounds, after ``min_rounds``), the budget is spent or ``max_rounds`` ran; each
+    measurement goes to its side's ``samples``. Returns ``{"rounds", "inner", "stopped", "seconds"}``."""
     for s in sides:  # warm-up: first calls compile, allocate, fill caches
         s.measure(1)
     step_ms = min(s.measure(1)[2] for s in sides)
@@ -189,34 +252,36 @@ def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: in
     stopped = "max rounds"
     rounds, next_look = 0, max(2, min_rounds + min_rounds % 2)
     while rounds < max_rounds:
-        for i in ((0, 1) if rounds % 2 == 0 else (1, 0)):
+        for i in order(rounds, len(sides)):
             sides[i].samples.append(sides[i].measure(inner))
         rounds += 1
         if rounds % 2:
             continue  # decide on whole pairs of orders only
         if rounds >= next_look:
-            # looks grow apart (x1.25): the bootstrap costs more with more rounds, and early looks matter most
+            # looks grow apart (x1.25): each look is one more chance to stop on a streak, early looks matter most
             next_look = rounds + max(2, 2 * (rounds // 8))
-            if _clock(a.samples, b.samples, cuda, band, 400)[1]["verdict"] != UNCLEAR:
+            if decided():
                 stopped = "decided"
                 break
         if time.perf_counter() - start > budget_s and rounds >= MIN_ROUNDS_BUDGET:
             stopped = "budget"
             break
-    use_cpu = _clock(a.samples, b.samples, cuda, band, 2000)[0]
+    return {"rounds": rounds, "inner": inner, "stopped": stopped, "seconds": round(time.perf_counter() - start, 3)}
+
+
+def record(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, use_cpu: bool, band: float, sampled: Dict[str, Any],
+           budget_s: float, order: str, clock_why: str) -> Dict[str, Any]:
+    """The timing record of B's samples against A's on the chosen clock (:func:`measure`'s), every phase judged,
+    with the other clock's ratios beside; ``sampled``: :func:`sample`'s account."""
     out: Dict[str, Any] = {
         "clock": "cuda events" if cuda else ("cpu" if use_cpu else "wall"),
-        "clock_why": ("CUDA events around the forward and the backward" if cuda else
-                      ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
-                       if use_cpu else "wall clock: its interval was the narrower")),
-        "band": band, "level": LEVEL, "rounds": rounds, "inner": inner, "stopped": stopped,
-        "budget_s": budget_s, "seconds": round(time.perf_counter() - start, 3), "order": "A,B,B,A,...",
-        "instrumented": False,
+        "clock_why": "CUDA events around the forward and the backward" if cuda else clock_why,
+        "band": band, "level": LEVEL, **sampled, "budget_s": budget_s, "order": order, "instrumented": False,
     }
     for phase in PHASES:
-        t = _judge(a.samples, b.samples, phase, use_cpu, band, 2000)
+        t = _judge(a, b, phase, use_cpu, band)
         if not cuda:
-            other = _judge(a.samples, b.samples, phase, not use_cpu, band, 2000)
+            other = _judge(a, b, phase, not use_cpu, band)
             t["wall" if use_cpu else "cpu"] = {k: other[k] for k in ("ratio", "low", "high", "verdict", "ms")}
         out[phase] = t
     return out

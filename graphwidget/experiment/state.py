@@ -99,10 +99,14 @@ class State:
 
 def mutations(state: State, names: Dict[int, str], inputs: Sequence[Tuple[str, torch.Tensor]],
               input_versions: Optional[Dict[int, int]] = None) -> List[str]:
-    """What one side changed in place: the names of the reachable tensors whose values changed and of the input
-    copies whose version counter moved (``input_versions``: id -> version before the side ran)."""
-    out = [names.get(id(t)) or f"a tensor of shape {list(t.shape)}" for t in state.changed()]
-    for path, t in inputs:
-        if input_versions is not None and t._version != input_versions.get(id(t), t._version):
-            out.append(f"input {path}")
+    """What one side changed in place, each once: ``input <path>`` for its copies of the inputs whose values changed or
+    whose version counter moved (``input_versions``: id -> version before the side ran), the names of the other
+    reachable tensors whose values changed."""
+    path = {id(t): p for p, t in inputs}
+    found = {id(t) for t in state.changed()}
+    out = [f"input {p}" for p, t in inputs
+           if id(t) in found or (input_versions is not None
+                                 and t._version != input_versions.get(id(t), t._version))]
+    out += [names.get(id(s.tensor)) or f"a tensor of shape {list(s.tensor.shape)}" for s in state.saved
+            if id(s.tensor) in found and id(s.tensor) not in path]
     return out

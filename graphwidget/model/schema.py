@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import reprlib
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 FORMAT = "graphwidget"
 #: The version :meth:`GradGraph.to_json` writes: nodes and edges as columns (:mod:`.columns`, docs/schema.md).
@@ -427,6 +427,7 @@ _MEMORY: _Spec = {
     "allocator_peak": (_is_int, "an integer (bytes)"), "baseline": (_is_int, "an integer (bytes)"),
     "module_inputs": (lambda v: isinstance(v, dict) and all(_int_list(x) for x in v.values()),
                       "an object mapping module paths to lists of storage ids"),
+    "inputs": (_int_list, "a list of storage ids (saved tensors that existed before the step)"),
     "backward": _BOOL,
 }
 _META: _Spec = {
@@ -478,19 +479,28 @@ def validate(doc: Any) -> Dict[str, Any]:
     return doc
 
 
+def check_format(doc: Any, fmt: str, versions: Sequence[int], what: str, noun: str, hint: str = "") -> int:
+    """Check a document's ``format`` (``fmt``, a ``what``: "graph", "diff", ...) and that its ``version`` is one of
+    ``versions`` (said as the ``noun`` version); return the version."""
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise SchemaError(f"not a graphwidget {what}: \"format\" is {got!r:.60}, expected {fmt!r}{hint}.")
+    version = doc.get("version")
+    if version not in versions or type(version) is not int:
+        newer = type(version) is int and version > max(versions)
+        raise SchemaError(
+            f"{noun} version {version!r:.20} is not supported by this release (it reads version"
+            f"{'s' if len(versions) > 1 else ''} {', '.join(map(str, versions))})"
+            + ("; upgrade graphwidget." if newer else "."))
+    return int(version)
+
+
 def check_envelope(doc: Any) -> int:
     """Check a graph document's ``format``, ``version`` and ``meta`` (what every version shares); return the
     version."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        hint = " (a diff: use graphwidget.load_json, which reads both)" if got == DIFF_FORMAT else ""
-        raise SchemaError(f"not a graphwidget graph: \"format\" is {got!r:.60}, expected {FORMAT!r}{hint}.")
-    version = doc.get("version")
-    if version not in READ_VERSIONS or type(version) is not int:
-        newer = type(version) is int and version > VERSION
-        raise SchemaError(
-            f"graph schema version {version!r:.20} is not supported by this release (it reads versions "
-            f"{', '.join(map(str, READ_VERSIONS))})" + ("; upgrade graphwidget." if newer else "."))
+    hint = " (a diff: use graphwidget.load_json, which reads both)" \
+        if isinstance(doc, dict) and doc.get("format") == DIFF_FORMAT else ""
+    version = check_format(doc, FORMAT, READ_VERSIONS, "graph", "graph schema", hint)
     meta = doc.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise SchemaError(f"\"meta\" must be an object; got {_show(meta)}.")

@@ -218,7 +218,7 @@ def _one_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
     With ``memory`` (and ``attribute``) the whole run is the memory run (:mod:`.memory`)."""
     if memory:
         from ..attribution.memory import MemoryProbe
-        probe = MemoryProbe(device if device is not None else torch.device("cpu"))
+        probe = MemoryProbe(device if device is not None else torch.device("cpu"), reach=(fn, args, kwargs))
         try:
             with probe:
                 run, graph, out = _one_run_inner(fn, args, kwargs, clock, grads, attribute, module, title, token,

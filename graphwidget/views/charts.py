@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
 from ..analysis.tables import ENGINE, metric_value, timing_table
 from ..model.graph import GradGraph
-from .plotly_inline import escape_labels, figures_html
+from .plotly_inline import INK, SELECTED_LINE, escape_labels, figures_html
 
 # -- figures ------------------------------------------------------------------------------------------------------
 _FWD, _BWD, _ENG = "#4c78a8", "#e45756", "#bab0ac"
@@ -164,18 +164,24 @@ def dashboard(graph: GradGraph, top: int = 12) -> Any:
     return escape_labels(fig)
 
 
-def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widget: Any = None) -> Any:
+def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widget: Any = None,
+                    beside: bool = False, height: int = 460, width: int = 460) -> Any:
     """The memory timeline of a graph profiled with ``memory=True``: one point per forward op and backward node
     (forward | backward), saved activations stacked by module, gradients above them, and the allocator's bytes as a
     line (its maximum within each step), the peak marked. Each point carries its node id (``customdata``): in the
-    export a click selects that node in the viewer; with ``widget`` (a :class:`GraphWidget` of this graph) the
-    figure is a ``plotly.graph_objects.FigureWidget`` whose clicks set ``widget.selected``.
+    export a click selects that node in the viewer beside it; with ``widget`` (a :class:`GraphWidget` of this
+    graph) the figure is a ``plotly.graph_objects.FigureWidget`` whose clicks set ``widget.selected`` and which
+    marks the selected node's points; ``beside=True`` returns the two side by side (an ``ipywidgets.HBox``, the
+    figure ``width`` pixels wide, the graph the rest).
 
     >>> g.memory().figure()                                  # doctest: +SKIP
     """
     from ..analysis.memory import Accounting, has_memory, memory_report, saved_by_module
     if not has_memory(graph):
         raise ValueError("this graph has no memory record: profile it with gw.profile(fn, *args, memory=True).")
+    if beside and widget is None:
+        raise ValueError("memory_timeline: beside=True needs the widget to put it beside (widget=g.widget()); "
+                         "g.memory().widget() makes both.")
     rep = report if report is not None else memory_report(graph)
     acc = Accounting(graph)
     go = _go()
@@ -199,7 +205,7 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
     amax = mem.get("allocated_max")
     if amax:
         fig.add_trace(go.Scatter(x=x[:len(amax)], y=[(v or 0) / mib for v in amax], name="allocator (max in step)",
-                                 mode="lines", line=dict(color="#222", width=1.5), customdata=ids, hovertext=labels,
+                                 mode="lines", line=dict(color=INK, width=1.5), customdata=ids, hovertext=labels,
                                  hovertemplate="%{hovertext}<br>%{y:.1f} MiB<extra>allocator</extra>"))
     p = rep.peak
     if p:
@@ -212,29 +218,57 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
     if 0 < f < acc.n:
         fig.add_vline(x=f - 0.5, line_dash="dot", line_color="#888")
     fig.update_layout(
-        title=(f"Memory: peak {p['bytes'] / mib:.1f} MiB ({p['source']}), {p['phase']} node {p['node']} {p['op']}"
+        # short enough for the column beside the graph; the rest of the peak is in the hover and g.memory()
+        title=(f"Memory: peak {p['bytes'] / mib:.1f} MiB ({p['source']}), {p['phase']} #{p['node']} {p['op']}"
                if p else "Memory"),
+        title_font_size=14,
         xaxis_title=("forward ops | backward nodes (order predicted: no backward ran)" if acc.predicted_backward
                      else "forward ops | backward nodes (in the order they ran)"), yaxis_title="MiB",
-        height=460, hovermode="closest", meta={"graphwidget_link": "node"},
-        margin=dict(t=110),
+        height=height, hovermode="closest", meta={"graphwidget_link": "node"},
+        # the legend under the plot: beside the graph the figure is narrow, and a legend at the side takes half
+        legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, font_size=11),
+        margin=dict(t=70, l=50, r=15, b=10),
         annotations=[dict(x=max(f - 1, 0) / 2, y=1.0, yref="paper", yanchor="bottom", text="forward",
                           showarrow=False),
                      dict(x=(f + acc.n) / 2, y=1.0, yref="paper", yanchor="bottom", text="backward",
                           showarrow=False)])
     fig = escape_labels(fig)
-    if widget is not None:
-        fw = go.FigureWidget(fig)
-
-        def select(trace: Any, points: Any, state: Any) -> None:
-            if points.point_inds:
-                node = trace.customdata[points.point_inds[0]]
-                widget.selected = int(node)
-
-        for tr in fw.data:
-            tr.on_click(select)
+    if widget is None:
+        return fig
+    fw = go.FigureWidget(fig)
+    _link_widget(fw, widget, ids)
+    if not beside:
         return fw
-    return fig
+    import ipywidgets
+    # The figure gets a width of its own: plotly's widget sizes itself once, when drawn, and an output area is not
+    # laid out yet then (it would fall back to plotly's 700 px and overflow); the graph takes the rest of the row.
+    widget.layout.flex, widget.layout.min_width = "1 1 auto", "0"
+    fw.layout.height, fw.layout.width = max(height, int(widget.height)), width
+    return ipywidgets.HBox([widget, ipywidgets.Box([fw], layout=ipywidgets.Layout(flex="0 0 auto"))],
+                           layout=ipywidgets.Layout(width="100%", align_items="flex-start"))
+
+
+def _link_widget(fw: Any, widget: Any, ids: Sequence[int]) -> None:
+    """Both ways between a timeline FigureWidget and a GraphWidget: a click on a point selects its node; the selected
+    node's points (its forward op and its backward run) are marked by vertical lines."""
+    base = tuple(fw.layout.shapes or ())
+
+    def select(trace: Any, points: Any, state: Any) -> None:
+        if points.point_inds:
+            node = trace.customdata[points.point_inds[0]]
+            widget.selected = int(node)
+
+    def mark(change: Any) -> None:
+        node = change["new"]
+        lines = [dict(type="line", xref="x", yref="paper", x0=i, x1=i, y0=0, y1=1,
+                      line=dict(color=SELECTED_LINE, width=2)) for i, v in enumerate(ids) if v == node]
+        fw.layout.shapes = base + tuple(lines)
+
+    for tr in fw.data:
+        tr.on_click(select)
+    widget.observe(mark, names="selected")
+    if widget.selected is not None:
+        mark({"new": widget.selected})
 
 
 _KINDS: Dict[str, Callable[..., Any]] = {
@@ -255,7 +289,9 @@ def figure(graph: GradGraph, kind: str = "time", **kwargs: Any) -> Any:
         make = _KINDS[kind]
     except KeyError:
         raise ValueError(f"figure: kind must be one of {', '.join(_KINDS)}; got {kind!r}.") from None
-    return escape_labels(make(graph, **kwargs))
+    out = make(graph, **kwargs)
+    # memory_timeline(..., beside=True) is a box of widgets, not a figure: its figure was escaped when made
+    return escape_labels(out) if hasattr(out, "layout") and hasattr(out, "data") else out
 
 
 def html_fragment(figures: Any, kinds: Sequence[str] = ("time", "memory"), include_plotlyjs: bool = True) -> str:

@@ -1,14 +1,15 @@
-"""What the diff view receives (the ``"graphwidget-diff"`` document, gzip-compressed) and the static HTML that stands
-in for it where widgets do not run (GitHub, nbviewer, nbconvert). Loads neither anywidget nor torch."""
+"""What the diff view receives (the ``"graphwidget-diff"`` document as the binary payload of :mod:`.packed`: both
+graphs as typed columns) and the static HTML that stands in for it where widgets do not run (GitHub, nbviewer,
+nbconvert). Loads neither anywidget nor torch."""
 from __future__ import annotations
 
-import gzip
 import html
 from dataclasses import dataclass
 from typing import Any, List, Tuple
 
 from .._util.text import human_bytes
 from ..model import io, schema
+from .packed import pack
 from .payload import COLOUR_METRICS, available_metrics, default_colour
 
 _WHAT = ("a Diff (from gw.diff / gw.compare / gw.load_json), its to_dict() or its JSON text")
@@ -16,17 +17,18 @@ _WHAT = ("a Diff (from gw.diff / gw.compare / gw.load_json), its to_dict() or it
 
 @dataclass(frozen=True)
 class DiffPayload:
-    """A diff in document form: the JSON text that travels, and what Python needs to check selections and colours."""
+    """A diff as it travels (the gzip-compressed binary payload), and what Python needs to check selections and
+    colours."""
 
-    json_text: str
+    data: bytes
     labels: Tuple[str, str]
     ids_a: frozenset
     ids_b: frozenset
     metrics: Tuple[str, ...]
 
     def gzipped(self) -> bytes:
-        # mtime=0: the same diff gives the same bytes
-        return gzip.compress(self.json_text.encode("utf-8"), compresslevel=6, mtime=0)
+        """The payload (gzip-compressed; the same diff gives the same bytes)."""
+        return self.data
 
     @property
     def default_colour(self) -> str:
@@ -67,7 +69,9 @@ def diff_payload(obj: Any, caller: str = "DiffWidget") -> DiffPayload:
     nodes = list(d.a.nx._node.values()) + list(d.b.nx._node.values())
     have = set(available_metrics(d.a.nx._node.values())) & set(available_metrics(d.b.nx._node.values()))
     metrics = tuple(m for m in COLOUR_METRICS if m in have) or available_metrics(nodes)
-    return DiffPayload(d.to_json(), d.labels, frozenset(d.a.nx.nodes), frozenset(d.b.nx.nodes), metrics)
+    # the document's head (matching, summary, changes, findings) as Diff.to_json writes it, the graphs packed
+    data = pack(d._head(), {"a": d.a, "b": d.b})
+    return DiffPayload(data, d.labels, frozenset(d.a.nx.nodes), frozenset(d.b.nx.nodes), metrics)
 
 
 def _fmt(key: str, v: Any, signed: bool = False) -> str:

@@ -1,7 +1,8 @@
 """``DiffWidget``: two autograd graphs side by side in Jupyter, matched node to node (anywidget, public API only).
 
-The diff document travels once, gzip-compressed, in the ``_diff`` Bytes trait (the same front-end bundle as
-:class:`~graphwidget.GraphWidget`: a widget with ``_diff`` bytes shows the diff view). Small traits sync both ways:
+The diff document travels once, as the binary payload of :mod:`.packed`, in the ``_diff`` Bytes trait (the same
+front-end bundle as :class:`~graphwidget.GraphWidget`: a widget with ``_diff`` bytes shows the diff view). Small
+traits sync both ways:
 
 * ``selected_a`` / ``selected_b`` — the selected node of A / B (or None). Clicking a node selects it and its
   counterpart; setting one from Python selects that node, centres it and sets the other to its counterpart (None
@@ -18,13 +19,12 @@ from typing import Any, Optional, Tuple
 import traitlets
 
 from .diff_payload import as_diff, diff_payload
-from .payload import COLOUR_METRICS
-from .widget import BaseWidget
+from .widget import PanesWidget
 
 __all__ = ["DiffWidget"]
 
 
-class DiffWidget(BaseWidget):
+class DiffWidget(PanesWidget):
     """Interactive side-by-side view of a :class:`graphwidget.Diff`.
 
     >>> w = gw.DiffWidget(gw.compare(f, g, x), height=500)   # doctest: +SKIP
@@ -35,9 +35,6 @@ class DiffWidget(BaseWidget):
     _diff = traitlets.Bytes(b"").tag(sync=True)
     selected_a = traitlets.Int(None, allow_none=True).tag(sync=True)
     selected_b = traitlets.Int(None, allow_none=True).tag(sync=True)
-    colour_by = traitlets.Enum(COLOUR_METRICS, default_value="grad_bytes").tag(sync=True)
-    height = traitlets.Int(600).tag(sync=True)
-    sync = traitlets.Bool(True).tag(sync=True)
     _NO_VALUES = ("not both graphs have", "compare with profile=True for times")
 
     def __init__(self, diff: Any, *, height: int = 600, selected_a: Optional[int] = None,
@@ -57,16 +54,8 @@ class DiffWidget(BaseWidget):
         if selected_b is not None:
             self.selected_b = selected_b
 
-    @property
-    def available_metrics(self) -> Tuple[str, ...]:
-        """The colour metrics both graphs have values for."""
-        return self._metrics
-
     def _accepted(self) -> Tuple[str, ...]:
         return ("height", "selected_a", "selected_b", "colour_by", "sync") + self._EXTRA_KWARGS
-
-    def _plain(self) -> str:
-        return f"DiffWidget {self.diff.headline()}"
 
     def _check_id(self, value: Optional[int], side: int) -> Optional[int]:
         ids = getattr(self, "_ids", None)

@@ -30,32 +30,69 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline
        "img-src data: blob:; font-src data:; form-action 'none'; base-uri 'none'")
 
 
+#: The viewer and, beside it, the figures linked to its nodes (the memory timeline): a row as tall as the viewer
+#: alone would be, the figures' column scrolling on its own; one column under the other on a narrow window.
+SPLIT_STYLE = (".gw-split{display:flex;align-items:stretch;height:HEIGHT}"
+               ".gw-split>#gw-root{flex:1 1 62%;min-width:0;height:auto}"
+               ".gw-beside{flex:0 1 38%;min-width:360px;overflow:auto;box-sizing:border-box;padding:8px 12px;"
+               "border-left:1px solid #d0d7de;font:13px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
+               ".gw-beside table{border-collapse:collapse;font-size:12px}"
+               ".gw-beside th,.gw-beside td{text-align:left;padding:2px 8px 2px 0;vertical-align:top;"
+               "white-space:nowrap}"
+               "@media (prefers-color-scheme:dark){.gw-beside{border-left-color:#30363d}}"
+               "@media (max-width:1000px){.gw-split{flex-direction:column;height:auto}"
+               ".gw-split>#gw-root{height:70vh;flex:none}.gw-beside{border-left:0;min-width:0}}")
+
+
 def _inline_script(js: str) -> str:
     # "</script" inside an inline script would end the element early; "<\/" means the same in any JS string.
     return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
+def _linked(fig: Any) -> bool:
+    """A figure whose points carry node ids of the graph (``layout.meta.graphwidget_link``: the memory timeline)."""
+    meta = getattr(getattr(fig, "layout", None), "meta", None)
+    return isinstance(meta, dict) and meta.get("graphwidget_link") == "node"
+
+
 def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[Iterable[str]] = None,
-                charts: Optional[Sequence[Any]] = None) -> str:
+                charts: Optional[Sequence[Any]] = None, beside: Optional[Sequence[Any]] = None,
+                colour: Optional[str] = None) -> str:
     """The HTML text :func:`export_html` writes."""
     from .nway_view import is_nway
     if is_nway(obj):
-        return _render_nway(obj, title=title, extra_html=extra_html, charts=charts)
+        return _render_nway(obj, title=title, extra_html=extra_html, charts=list(charts or []) + list(beside or []))
     if is_diff(obj):  # two graphs side by side: the same viewer mounts its diff view on data-kind="diff"
         dpayload = diff_payload(obj, caller="export_html")
-        kind, colour, gz = ' data-kind="diff"', dpayload.default_colour, dpayload.gzipped()
+        kind, colour_default, gz = ' data-kind="diff"', dpayload.default_colour, dpayload.gzipped()
+        metrics: Sequence[str] = ()
         default_title = f"{dpayload.labels[0]} vs {dpayload.labels[1]}"
     else:
         payload = graph_payload(obj, caller="export_html")
-        kind, colour, gz = "", payload.default_colour, payload.gzipped()
+        kind, colour_default, gz = "", payload.default_colour, payload.gzipped()
+        metrics = payload.metrics
         default_title = payload.meta.get("title") or "autograd graph"
+    if colour is not None and colour not in metrics:
+        raise ValueError(f"export_html: colour={colour!r} is not a metric this graph has values for; use one of "
+                         f"{', '.join(metrics) or '(none: a diff opens on its own colour)'}"
+                         + (" (record memory with gw.profile(..., memory=True))" if colour == "peak_bytes" else ""))
     viewer = read_bundle(VIEWER_JS)
     data = base64.b64encode(gz).decode("ascii")
     page_title = title if title is not None else default_title
-    extras = list(extra_html or []) + figures_html(list(charts or []))
-    csp = CSP if not charts else CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'unsafe-eval'")
+    # Figures linked to the graph's nodes sit beside the viewer, where a click on one selects a node in plain sight.
+    side = list(beside or []) + [c for c in charts or () if _linked(c)]
+    below = [c for c in charts or () if not _linked(c)]
+    # plotly.js is inlined once, before the first figure in the page's order: the column beside comes first
+    side_html = figures_html(side)
+    extras = list(extra_html or []) + figures_html(below, include_plotlyjs=all(isinstance(c, str) for c in side))
+    csp = CSP if not (below or side) else CSP.replace("script-src 'unsafe-inline'",
+                                                      "script-src 'unsafe-inline' 'unsafe-eval'")
     extra_block = (f'<section class="gw-extra">\n{chr(10).join(extras)}\n</section>\n' if extras else "")
     height = "86vh" if extras else "100vh"
+    root = '<div id="gw-root" class="graphwidget-root" data-gw-state="loading"></div>\n'
+    if side_html:
+        root = (f'<div class="gw-split">\n{root}<aside class="gw-beside">\n{chr(10).join(side_html)}\n</aside>\n'
+                "</div>\n")
     return (
         "<!doctype html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -67,12 +104,13 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
         "<style>html{color-scheme:light dark}html,body{margin:0;padding:0;background:#fff;color:#1f2328}"
         "@media (prefers-color-scheme:dark){html,body{background:#111317;color:#e6edf3}}"
         f"#gw-root{{height:{height};border:0}}"
-        ".gw-extra{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}</style>\n"
+        ".gw-extra{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
+        f"{SPLIT_STYLE.replace('HEIGHT', height) if side_html else ''}</style>\n"
         "</head>\n<body>\n"
-        '<div id="gw-root" class="graphwidget-root" data-gw-state="loading"></div>\n'
+        f"{root}"
         "<noscript>This page needs JavaScript to draw the graph.</noscript>\n"
         f'<script type="application/octet-stream" id="gw-graph-data"{kind} data-encoding="gzip+base64" '
-        f'data-colour="{colour}">{data}</script>\n'
+        f'data-colour="{html.escape(colour or colour_default)}">{data}</script>\n'
         f"{extra_block}"
         f"<script>{_inline_script(viewer)}</script>\n"
         "</body>\n</html>\n"
@@ -112,7 +150,8 @@ def _render_nway(obj: Any, *, title: Optional[str], extra_html: Optional[Iterabl
 
 
 def export_html(obj: Any, path: Union[str, Path], *, title: Optional[str] = None,
-                extra_html: Optional[Iterable[str]] = None, charts: Optional[Sequence[Any]] = None) -> Path:
+                extra_html: Optional[Iterable[str]] = None, charts: Optional[Sequence[Any]] = None,
+                beside: Optional[Sequence[Any]] = None, colour: Optional[str] = None) -> Path:
     """Write a self-contained HTML viewer for ``obj`` to ``path`` and return the path.
 
     ``obj``: a GradGraph (anything with ``.to_json()``), a dict in schema form, or its JSON string; or a Diff
@@ -122,9 +161,14 @@ def export_html(obj: Any, path: Union[str, Path], *, title: Optional[str] = None
     ``title``: the page title (default: the graph's ``meta.title``; for a diff "A vs B" with its labels).
     ``extra_html``: trusted HTML fragments appended below the viewer (not escaped — do not pass graph strings).
     ``charts``: plotly figures (or HTML strings) appended below the viewer; plotly.js is inlined from the installed
-    ``plotly`` package.
+    ``plotly`` package. A figure whose points are the graph's nodes (``g.memory().figure()``, the memory timeline)
+    goes beside the viewer instead, and a click on one of its points selects that node.
+    ``beside``: figures (or trusted HTML strings) for that column beside the viewer.
+    ``colour``: the metric the viewer opens coloured by (one the graph has, e.g. ``"peak_bytes"``; default: the
+    graph's own default).
     """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(obj, title=title, extra_html=extra_html, charts=charts), encoding="utf-8")
+    out.write_text(render_html(obj, title=title, extra_html=extra_html, charts=charts, beside=beside, colour=colour),
+                   encoding="utf-8")
     return out

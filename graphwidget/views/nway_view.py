@@ -4,8 +4,9 @@
   with the verdict table on top (:func:`static_nway_html`), then the front end's N-way view (``js/src/nway/``): one
   pane per side, the reference once, side by side, pan and zoom synced, a click selecting the counterparts in every
   pane, each pane's header giving its verdict against the reference. The whole ``"graphwidget-nway"`` document is
-  inlined once (gzip + base64, ``id="gw-nway-data"``) and mounted into ``#gw-nway-root`` by the viewer bundle.
-* **Widget** (:class:`~graphwidget.views.nway_widget.NWayWidget`): the same view and the same gzipped document
+  inlined once (the binary payload of ``views/packed.py``, base64, ``id="gw-nway-data"``) and mounted into
+  ``#gw-nway-root`` by the viewer bundle.
+* **Widget** (:class:`~graphwidget.views.nway_widget.NWayWidget`): the same view and the same payload
   (:func:`payload`, in its ``_nway`` trait), mounted by the widget bundle; the reference node selected in every pane
   syncs back to Python as ``selected``. Where widgets do not run, the table (:func:`static_nway_html`) is shown.
 
@@ -13,12 +14,12 @@ Loads neither torch nor, until a widget is made, anywidget.
 """
 from __future__ import annotations
 
-import gzip
 import html
 from typing import Any, Tuple
 
 from .._util.text import human_bytes
 from ..model import io, schema
+from .packed import pack
 from .payload import COLOUR_METRICS, available_metrics, default_colour
 
 _WHAT = "a MultiDiff (gw.compare of N sides, a RankSet's nway()), its to_dict() or its JSON text"
@@ -71,8 +72,9 @@ def colour(d: Any) -> str:
 
 
 def payload(d: Any) -> Tuple[bytes, str]:
-    """The document, gzip-compressed (the same bytes for the same comparison), and the colour to open with."""
-    return gzip.compress(d.to_json().encode("utf-8"), compresslevel=6, mtime=0), colour(d)
+    """The document as the binary payload of :mod:`.packed` (its head as ``MultiDiff.to_json`` writes it, each graph
+    as typed columns; the same bytes for the same comparison), and the colour to open with."""
+    return pack(d._head(), {"graphs": [d.graphs[x] for x in d.sides]}), colour(d)
 
 
 # -- the table on top (and the static display) ------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 only): the export's N-way view (``js/src/nway/``), one pane per side, the reference once, side by side, on one colour
 scale, a selection in one pane followed by every other.
 
-The ``"graphwidget-nway"`` document travels once, gzip-compressed, in the ``_nway`` Bytes trait (the same bytes the
-export inlines, :func:`~graphwidget.views.nway_view.payload`; the same front-end bundle as the other widgets: a
-widget with ``_nway`` bytes shows the N-way view). Small traits sync both ways:
+The ``"graphwidget-nway"`` document travels once, as the binary payload of :mod:`.packed`, in the ``_nway`` Bytes
+trait (the same bytes the export inlines, :func:`~graphwidget.views.nway_view.payload`; the same front-end bundle as
+the other widgets: a widget with ``_nway`` bytes shows the N-way view). Small traits sync both ways:
 
 * ``selected`` — the reference's selected node (or None). A click in any pane sets it to the clicked node's
   reference counterpart (None for a node the reference lacks); setting it from Python selects that node and centres
@@ -22,13 +22,12 @@ from typing import Any, List, Optional, Tuple
 import traitlets
 
 from .nway_view import as_nway, metrics, payload
-from .payload import COLOUR_METRICS
-from .widget import BaseWidget
+from .widget import PanesWidget
 
 __all__ = ["NWayWidget"]
 
 
-class NWayWidget(BaseWidget):
+class NWayWidget(PanesWidget):
     """Interactive N-pane view of a :class:`graphwidget.MultiDiff`.
 
     >>> w = d.widget(height=500)            # doctest: +SKIP
@@ -40,9 +39,6 @@ class NWayWidget(BaseWidget):
     _nway = traitlets.Bytes(b"").tag(sync=True)
     selected = traitlets.Int(None, allow_none=True).tag(sync=True)
     selected_all = traitlets.List(traitlets.Int(None, allow_none=True), read_only=True).tag(sync=True)
-    colour_by = traitlets.Enum(COLOUR_METRICS, default_value="grad_bytes").tag(sync=True)
-    height = traitlets.Int(600).tag(sync=True)
-    sync = traitlets.Bool(True).tag(sync=True)
     _NO_VALUES = ("not every graph has", "compare with profile=True for times")
 
     def __init__(self, diff: Any, *, height: int = 600, selected: Optional[int] = None,
@@ -57,16 +53,8 @@ class NWayWidget(BaseWidget):
         if selected is not None:
             self.selected = selected
 
-    @property
-    def available_metrics(self) -> Tuple[str, ...]:
-        """The colour metrics every graph has values for."""
-        return self._metrics
-
     def _accepted(self) -> Tuple[str, ...]:
         return ("height", "selected", "colour_by", "sync") + self._EXTRA_KWARGS
-
-    def _plain(self) -> str:
-        return f"NWayWidget {self.diff.headline()}"
 
     # -- selection --------------------------------------------------------------------------------------------------
     def _everywhere(self, side: int, node: Optional[int]) -> List[Optional[int]]:

@@ -1,17 +1,17 @@
-"""What the views send to the browser: a graph (or a diff) as validated JSON, gzip-compressed, and the facts Python
-needs about it (node ids, which colour metrics it can show, the default one).
+"""What the views send to the browser: a graph (or a diff) as the binary payload of :mod:`.packed` (typed columns,
+gzip-compressed; read by js/src/model/packed.ts), and the facts Python needs about it (node ids, which colour
+metrics it can show, the default one).
 
-The viewer reads version 1 of the graph document (one record per node and per edge: js/src/model/decode.ts), so a
-graph travels in that form whatever version it was saved in: a version 2 file (columns) is read into a graph first."""
+Whatever the input (a graph, a document of either version, its JSON text), it is validated and read into a
+:class:`GradGraph` first, and the payload is written from that graph's version 2 columns."""
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
 from ..model import io, schema
 from ..model.graph import GradGraph
+from .packed import pack_graph
 
 #: Every colour metric the viewer knows (js/src/model/colour.ts), in menu order.
 #: ``rank_spread_ms``: a rank's graph, each node's time spread over the ranks (max - min ms; docs/nway.md).
@@ -21,16 +21,16 @@ COLOUR_METRICS = ("grad_bytes", "saved_bytes", "peak_bytes", "bwd_ms", "fwd_ms",
 
 @dataclass(frozen=True)
 class GraphPayload:
-    """A graph in schema form: its JSON text (what travels), and the parsed facts Python needs."""
+    """A graph as it travels (the gzip-compressed binary payload), and the facts Python needs about it."""
 
-    json_text: str
+    data: bytes
     meta: Dict[str, Any]
     node_ids: List[int]
     metrics: Tuple[str, ...] = field(default=("saved_bytes", "output_bytes", "none"))
 
     def gzipped(self) -> bytes:
-        # mtime=0: the same graph gives the same bytes (stable exports, cheap equality checks)
-        return gzip.compress(self.json_text.encode("utf-8"), compresslevel=6, mtime=0)
+        """The payload (gzip-compressed; the same graph gives the same bytes)."""
+        return self.data
 
     @property
     def default_colour(self) -> str:
@@ -77,7 +77,7 @@ def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
     if isinstance(obj, GradGraph):
         # Our own graph is valid by construction: take the facts from it instead of parsing its JSON back.
         nodes = obj.nx._node
-        return GraphPayload(obj.to_json(version=1), dict(obj.meta), list(nodes), available_metrics(nodes.values()))
+        return GraphPayload(pack_graph(obj), dict(obj.meta), list(nodes), available_metrics(nodes.values()))
     if isinstance(obj, (str, bytes, bytearray)):
         data = io.parse(obj, who=caller)
     elif isinstance(obj, dict):
@@ -87,13 +87,10 @@ def graph_payload(obj: Any, *, caller: str = "GraphWidget") -> GraphPayload:
     if isinstance(data, dict) and data.get("format") == schema.DIFF_FORMAT:
         raise TypeError(f"{caller}: this is a diff of two graphs; show it with gw.DiffWidget(d) or "
                         f"gw.export_html(d, path).")
-    if isinstance(data, dict) and data.get("version") == 2 and data.get("format") == schema.FORMAT:
-        g = io.from_dict(data, who=caller)  # columns: validated and read, then sent as records
-        return graph_payload(g, caller=caller)
     try:
-        schema.validate(data)
-        text = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    except (schema.SchemaError, TypeError, ValueError) as exc:
+        g = io.from_dict(data, who=caller)  # either version: validated, then read into a graph
+    except schema.SchemaError:
+        raise  # it names the caller already
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{caller}: {exc}") from None
-    nodes = data["nodes"]
-    return GraphPayload(text, dict(data.get("meta") or {}), [n["id"] for n in nodes], available_metrics(nodes))
+    return graph_payload(g, caller=caller)

@@ -138,26 +138,75 @@ def figures_html(figures: Sequence[Any], include_plotlyjs: bool = True) -> List[
             out.append(f'<script type="text/javascript">{plotlyjs()}</script>')
             first = False
         out.append(fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False,
-                               config={"displaylogo": False}))
+                               config={"displaylogo": False, "responsive": True}))
         meta = getattr(fig.layout, "meta", None)
         if isinstance(meta, dict) and meta.get("graphwidget_link") == "node":
             out.append(SELECT_ON_CLICK)
     return out
 
 
+#: The line that marks the selected node's points on a figure linked to the graph (the viewer's selection blue,
+#: light theme: js/src/canvas/theme.ts).
+SELECTED_LINE = "#2563eb"
+
+#: The near-black of a line drawn as ink on a light figure (the memory timeline's allocator line); a linked figure on
+#: a dark page redraws it near-white.
+INK = "#222222"
+
 #: After a figure whose points carry node ids (``layout.meta.graphwidget_link == "node"``, e.g. the memory
 #: timeline): a click on a point selects that node in the page's viewer through its automation API
-#: (``el.graphwidget.select(id)``, docs/viewer.md). The viewer's script comes later in the page, so the API is looked
-#: up at click time. Inline, as the export's Content-Security-Policy allows.
+#: (``el.graphwidget.select(id)``, docs/viewer.md), and the viewer's selected node gets its points marked on the
+#: figure (vertical lines in the viewer's selection blue). The viewer's script comes later in the page, so the API is
+#: looked up when used; it has no selection event, so the figure reads ``selected()`` four times a second (one
+#: integer compared). Inline, as the export's Content-Security-Policy allows.
 SELECT_ON_CLICK = """<script>(function () {
   var divs = document.querySelectorAll(".plotly-graph-div");
   var div = divs[divs.length - 1];
   if (!div || !div.on) return;
+  function api() {
+    var root = document.querySelector(".graphwidget-root");
+    return root && root.graphwidget;
+  }
   div.on("plotly_click", function (ev) {
     var p = ev && ev.points && ev.points[0];
     if (!p) return;
     var id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
-    var root = document.querySelector(".graphwidget-root");
-    if (typeof id === "number" && root && root.graphwidget) root.graphwidget.select(id);
+    var a = api();
+    if (typeof id === "number" && a) a.select(id);
   });
-})();</script>"""
+  // Beside the viewer the figure is part of the page, which follows the reader's light/dark setting: so does it.
+  var mq = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+  var T = ((div.layout && div.layout.template) || {}).layout || {};
+  var grid = function (ax) { return (T[ax] || {}).gridcolor || "white"; };
+  var LIGHT = {"paper_bgcolor": T.paper_bgcolor || "white", "plot_bgcolor": T.plot_bgcolor || "#E5ECF6",
+    "font.color": (T.font || {}).color || "#2a3f5f", "xaxis.gridcolor": grid("xaxis"), "yaxis.gridcolor": grid("yaxis"),
+    "xaxis.zerolinecolor": grid("xaxis"), "yaxis.zerolinecolor": grid("yaxis")};
+  var DARK = {"paper_bgcolor": "#111317", "plot_bgcolor": "#161b22", "font.color": "#e6edf3",
+    "xaxis.gridcolor": "#30363d", "yaxis.gridcolor": "#30363d", "xaxis.zerolinecolor": "#30363d",
+    "yaxis.zerolinecolor": "#30363d"};
+  var inked = [];  // traces drawn in near-black ink (the allocator's line): near-white on a dark page
+  (div.data || []).forEach(function (tr, i) { if (tr.line && tr.line.color === "INK") inked.push(i); });
+  function paint() {
+    if (!window.Plotly) return;
+    var dark = !!(mq && mq.matches);
+    window.Plotly.relayout(div, dark ? DARK : LIGHT);
+    if (inked.length) window.Plotly.restyle(div, {"line.color": dark ? "#e6edf3" : "INK"}, inked);
+  }
+  if (mq && mq.matches) paint();
+  if (mq && mq.addEventListener) mq.addEventListener("change", paint);
+  var base = ((div.layout && div.layout.shapes) || []).slice(), shown = null;
+  setInterval(function () {
+    var a = api();
+    var id = a && a.selected ? a.selected() : null;
+    if (id === shown || !window.Plotly) return;
+    shown = id;
+    var xs = [], tr = div.data && div.data[0];
+    if (tr && tr.customdata && id !== null) {
+      for (var i = 0; i < tr.customdata.length; i++) if (tr.customdata[i] === id) xs.push(tr.x[i]);
+    }
+    window.Plotly.relayout(div, {shapes: base.concat(xs.map(function (x) {
+      return {type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
+              line: {color: "SELECTED", width: 2}};
+    }))});
+  }, 250);
+})();</script>""".replace("SELECTED", SELECTED_LINE).replace("INK", INK)

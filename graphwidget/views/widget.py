@@ -1,7 +1,7 @@
 """``GraphWidget``: the interactive autograd-graph view for Jupyter (anywidget, public API only).
 
-The graph travels to the browser once, as gzip-compressed JSON in the ``_graph`` Bytes trait; the browser inflates
-it with the native ``DecompressionStream``. Small traits sync both ways:
+The graph travels to the browser once, as the binary payload of :mod:`.packed` (typed columns, gzip-compressed) in
+the ``_graph`` Bytes trait; the browser unpacks it in a worker. Small traits sync both ways:
 
 * ``selected`` — id of the selected node (or None). Clicking a node sets it; setting it from Python selects the node
   in the view (opening any group it is in) and centres it.
@@ -19,7 +19,7 @@ import traitlets
 from .assets import WIDGET_JS, read_bundle
 from .payload import COLOUR_METRICS, graph_payload
 
-__all__ = ["GraphWidget", "BaseWidget"]
+__all__ = ["GraphWidget", "BaseWidget", "PanesWidget"]
 
 #: how to get the values of the ``peak_bytes`` colour (docs/memory.md)
 _NO_PEAK = "record memory with gw.profile(..., memory=True) or gw.trace(..., memory=True)"
@@ -32,6 +32,15 @@ class BaseWidget(anywidget.AnyWidget):
 
     #: Keyword arguments the constructor accepts besides its own named ones (ipywidgets layout options).
     _EXTRA_KWARGS: Tuple[str, ...] = ("layout",)
+    #: The colour metrics the graphs shown have values for (set by each widget from its payload).
+    _metrics: Tuple[str, ...] = COLOUR_METRICS
+
+    height = traitlets.Int(600).tag(sync=True)
+
+    @property
+    def available_metrics(self) -> Tuple[str, ...]:
+        """The colour metrics the graph (in a view of several, every graph) has values for."""
+        return self._metrics
 
     @property
     def _esm(self) -> str:  # type: ignore[override]
@@ -56,7 +65,7 @@ class BaseWidget(anywidget.AnyWidget):
     @traitlets.validate("colour_by")
     def _check_colour(self, proposal: Any) -> str:
         value = proposal["value"]
-        metrics = getattr(self, "_metrics", COLOUR_METRICS)
+        metrics = self._metrics
         if value not in metrics:
             what, times = self._NO_VALUES
             raise traitlets.TraitError(
@@ -76,6 +85,19 @@ class BaseWidget(anywidget.AnyWidget):
         return self._plain()
 
 
+class PanesWidget(BaseWidget):
+    """What the widgets of several panes share (:class:`~graphwidget.views.diff_widget.DiffWidget`,
+    :class:`~graphwidget.views.nway_widget.NWayWidget`): one colour metric on one scale for every pane, pan and zoom
+    in step (``sync``), and a text form from the comparison's headline (``self.diff``)."""
+
+    colour_by = traitlets.Enum(COLOUR_METRICS, default_value="grad_bytes").tag(sync=True)
+    sync = traitlets.Bool(True).tag(sync=True)
+    diff: Any
+
+    def _plain(self) -> str:
+        return f"{type(self).__name__} {self.diff.headline()}"
+
+
 class GraphWidget(BaseWidget):
     """Interactive view of an autograd graph.
 
@@ -87,7 +109,6 @@ class GraphWidget(BaseWidget):
     _graph = traitlets.Bytes(b"").tag(sync=True)
     selected = traitlets.Int(None, allow_none=True).tag(sync=True)
     colour_by = traitlets.Enum(COLOUR_METRICS, default_value="saved_bytes").tag(sync=True)
-    height = traitlets.Int(600).tag(sync=True)
 
     def __init__(self, graph: Any, *, height: int = 600, selected: Optional[int] = None,
                  colour_by: Optional[str] = None, **kwargs: Any) -> None:
@@ -99,11 +120,6 @@ class GraphWidget(BaseWidget):
         super().__init__(_graph=payload.gzipped(), height=height,
                          colour_by=colour_by or payload.default_colour, **kwargs)
         self.selected = selected
-
-    @property
-    def available_metrics(self) -> Tuple[str, ...]:
-        """The colour metrics this graph has values for."""
-        return self._metrics
 
     def set_graph(self, graph: Any) -> None:
         """Show another graph in this widget (selection is cleared; a colour metric the new graph lacks falls back

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Camera, MAX_SCALE, type CameraChange } from "../src/canvas/camera";
-import { viewBounds } from "../src/canvas/geometry";
+import { fitClear, viewBounds } from "../src/canvas/geometry";
+import { CONTROLS_H, CONTROLS_W } from "../src/layout/types";
 import type { ViewGraph } from "../src/model/view";
 
 describe("Camera", () => {
@@ -33,6 +34,11 @@ describe("Camera", () => {
   it("fits bounds into a viewport and centres on a point", () => {
     const fit = Camera.fitBounds([0, 0, 1000, 500], 548, 548, 24);
     expect(fit.s).toBeCloseTo(0.5);
+    // a wider right border (the zoom buttons'): the drawing is centred in what is left
+    const clear = Camera.fitBounds([0, 0, 1000, 500], 568, 548, 24, 1.25, 44);
+    expect(clear.s).toBeCloseTo(0.5);
+    expect(clear.tx + 1000 * clear.s).toBeCloseTo(568 - 44);
+    expect(clear.tx).toBeCloseTo(24);
     const c = new Camera();
     c.fit([0, 0, 1000, 500], 548, 548, 24);
     expect(c.toScreen(500, 250)).toEqual([274, 274]);
@@ -69,5 +75,33 @@ describe("viewBounds", () => {
       edges: [{ s: 0, t: 1, count: 1, edge: 0, points: Float32Array.from([0, 5, 0, 30, 50, 30, 50, -40, 100, -40, 100, -5]) }],
     } as unknown as ViewGraph;
     expect(viewBounds(v)).toEqual([-10, -40, 110, 30]);
+  });
+});
+
+describe("fitting keeps clear of the zoom buttons", () => {
+  const view = (items: [number, number, number, number][]) =>
+    ({ items: items.map(([x, y, w, h]) => ({ x, y, w, h })), frames: [], edges: [] }) as unknown as ViewGraph;
+  const under = (v: ViewGraph, c: { s: number; tx: number; ty: number }, w: number) => v.items.some((it) =>
+    (it.x + it.w / 2) * c.s + c.tx > w - CONTROLS_W && (it.y - it.h / 2) * c.s + c.ty < CONTROLS_H);
+  it("keeps the plain fit when nothing is under them", () => {
+    const v = view([[50, 20, 100, 40], [50, 400, 100, 40]]);
+    expect(fitClear(v, viewBounds(v)!, 600, 600)).toEqual(Camera.fitBounds(viewBounds(v)!, 600, 600));
+  });
+  it("moves a drawing with room below it down, one with room beside it left, else fits it narrower", () => {
+    // wide and flat: room below
+    const flat = view([[0, 0, 100, 40], [900, 0, 100, 40]]);
+    const a = fitClear(flat, viewBounds(flat)!, 600, 600);
+    expect(under(flat, a, 600)).toBe(false);
+    expect(a.s).toBeCloseTo(Camera.fitBounds(viewBounds(flat)!, 600, 600).s);
+    // tall and thin, its top item on the right: room to the left
+    const tall = view([[100, 0, 100, 40], [0, 900, 100, 40]]);
+    const b = fitClear(tall, viewBounds(tall)!, 600, 600);
+    expect(under(tall, b, 600)).toBe(false);
+    expect(b.s).toBeCloseTo(Camera.fitBounds(viewBounds(tall)!, 600, 600).s);
+    // fills the pane both ways: fitted again, narrower
+    const full = view([[0, 0, 100, 40], [500, 0, 100, 40], [0, 500, 100, 40], [500, 500, 100, 40]]);
+    const c = fitClear(full, viewBounds(full)!, 600, 600);
+    expect(under(full, c, 600)).toBe(false);
+    expect(c.s).toBeLessThan(Camera.fitBounds(viewBounds(full)!, 600, 600).s);
   });
 });

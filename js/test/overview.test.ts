@@ -8,7 +8,8 @@ import { Hierarchy, type Cluster } from "../src/model/grouping";
 import { buildView, expansionLevels, groupName } from "../src/model/view";
 import { signature, spanName } from "../src/model/repeats";
 import { computeLayout } from "../src/layout";
-import { layoutInput, place } from "../src/canvas/layouter";
+import { layoutInput, place, saysLittle } from "../src/canvas/layouter";
+import { cutText } from "../src/canvas/measure";
 import { LEGIBLE_SCALE, type LayoutInput } from "../src/layout/types";
 import { doc, node } from "./graphs";
 import { GraphModel } from "../src/model/graph";
@@ -153,5 +154,34 @@ describe("the first view fits the pane", () => {
     const levels = expansionLevels(m, h);
     expect(levels[0].size).toBe(1);
     for (let k = 1; k < levels.length; k++) expect(levels[k].size).toBeGreaterThan(levels[k - 1].size);
+  });
+});
+
+describe("labels cut to their box", () => {
+  // one unit of width per character, as a monospaced font would measure
+  const w = (t: string) => t.length;
+  it("keeps a trailing count: the ×N says a box stands for many", () => {
+    expect(cutText(w, "h.0–11 · GPT2Block ×12", 16, false)).toBe("h.0–11 · GP… ×12");
+    expect(cutText(w, "Mul ×8", 10, false)).toBe("Mul ×8");
+    expect(cutText(w, "attn · CausalSelfAttention", 12, false)).toBe("attn · Caus…");
+    expect(cutText(w, "encoder.layers.3.attn", 10, true)).toBe("…rs.3.attn");
+    // no room even for the count: cut as any other
+    expect(cutText(w, "Select · Unsqueeze ×12", 4, false)).toBe("Sel…");
+  });
+});
+
+describe("a top level that says little opens one level further", () => {
+  it("two boxes holding nearly everything say little; many boxes, or few holding little, say something", () => {
+    const g = decoder(12);
+    const h = new Hierarchy(g);
+    const top = buildView(g, h, new Set(), measure);
+    // tok, the fold and the head: a fold is the summary already
+    expect(top.items.some((it) => it.cluster?.kind === "repeat")).toBe(true);
+    expect(saysLittle(top, g.n)).toBe(false);
+    const fake = (sizes: number[], loose: number) => ({ items: [...sizes.map((size) => ({ cluster: { size, kind: "module" } })),
+      ...Array.from({ length: loose }, () => ({ cluster: null }))] }) as unknown as Parameters<typeof saysLittle>[0];
+    expect(saysLittle(fake([590, 4], 2), 600)).toBe(true);
+    expect(saysLittle(fake([300, 4], 2), 600)).toBe(false);
+    expect(saysLittle(fake([200, 200, 190], 1), 600)).toBe(false);
   });
 });

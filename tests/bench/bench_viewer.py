@@ -4,7 +4,9 @@
 
 Runs Debian's Chromium headless through Playwright, network refused (as the browser tests: CONTRIBUTING.md). Prints
 markdown tables (collected into docs/performance.md by tests/bench/report.py). Targets: 10k nodes ≤ 1.5 s, 100k nodes
-(collapsed view) ≤ 5 s.
+(collapsed view) ≤ 5 s; the full mode opens the random DAG at 100k and 1M nodes in the same run (issue 20: 1M opens
+grouped in ≤ 10 s, renderer ≤ 1.5 GB, export ≤ 40 MB), with the renderer's peak resident memory (``VmHWM`` of the
+page's renderer process, which holds its workers too) and the export's size and writing time.
 
 Besides the wall time (median, min–max over fresh browser contexts) it prints the CPU seconds of the page's main
 thread and of its renderer process (main thread + layout worker), read from Chromium's Performance metrics, and the
@@ -31,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 import chromium_page  # noqa: E402
 import fixtures as fx  # noqa: E402
 import model_graphs as mg  # noqa: E402
-from chromium_page import API, ARGS  # noqa: E402
+from chromium_page import API, ARGS, peak_rss_mib, renderer_pids  # noqa: E402
 
 from graphwidget.views.assets import bundle_path  # noqa: E402
 from graphwidget.views.export import export_html  # noqa: E402
@@ -69,6 +71,38 @@ def bench_load(browser: Any, sizes: List[int], repeat: int, out: Path) -> None:
                   f"{spread([r['wall'] for r in runs])} | {statistics.median(r['thread_cpu'] for r in runs):.2f} / "
                   f"{statistics.median(r['process_cpu'] for r in runs):.2f} s | {t['decode']:.0f} ms | "
                   f"{t['layout']:.0f} ms ({t['algorithm']}) | {os.getloadavg()[0]:.1f} |")
+
+
+def bench_million(browser: Any, sizes: List[int], out: Path) -> None:
+    """The random DAG of the load table at each size, one page each: export (size, Python seconds), goto → ready,
+    CPU, where decoding went (unpacking in the worker, the rest on the page), the renderer's peak memory. The last
+    column compares each size with the first, in this run."""
+    print("\n| random DAG | export | B/node | export write | goto → ready | CPU main / renderer | unpack (worker) / "
+          "decode | shown | renderer peak | JS heap | × first size (wall / CPU renderer) | load avg |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    first = None
+    for n in sizes:
+        t = time.perf_counter()
+        doc = fx.random_dag(n, seed=1)
+        made = time.perf_counter() - t
+        t = time.perf_counter()
+        path = export_html(doc, out / f"million_{n}.html")
+        write = time.perf_counter() - t
+        del doc
+        size = path.stat().st_size
+        before = renderer_pids(browser)
+        info = open_ready(browser, path)
+        peak = peak_rss_mib(renderer_pids(browser) - before)
+        heap = {x["name"]: x["value"] for x in info["cdp"].send("Performance.getMetrics")["metrics"]}["JSHeapUsedSize"]
+        info["ctx"].close()
+        t_ = info["t"]
+        first = first or info
+        ratio = f"{info['wall'] / first['wall']:.1f} / {info['process_cpu'] / first['process_cpu']:.1f}"
+        print(f"| {n:,} | {size / 2**20:.1f} MiB | {size / n:.1f} | {write:.1f} s (+{made:.0f} s to make) | "
+              f"{info['wall']:.2f} s | {info['thread_cpu']:.2f} / {info['process_cpu']:.2f} s | "
+              f"{t_.get('unpack', 0):.0f} / {t_['decode']:.0f} ms | {info['shown']:,} | "
+              f"{'—' if peak is None else f'{peak:,.0f} MiB'} | {heap / 2**20:,.0f} MiB | {ratio} | "
+              f"{os.getloadavg()[0]:.1f} |")
 
 
 def bench_models(browser: Any, repeat: int, out: Path) -> None:
@@ -186,6 +220,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="1k and 10k only, one run each")
     ap.add_argument("--models", action="store_true", help="only the real models")
     ap.add_argument("--repeat", type=int, default=None, help="page loads per graph (default 3, --quick 1)")
+    ap.add_argument("--million", action="store_true", help="only the 100k and 1M random DAG (the full mode runs it)")
     args = ap.parse_args()
     exe = shutil.which("chromium")
     if not exe:
@@ -198,12 +233,17 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=exe, headless=True, args=ARGS)
         out = Path(tmp)
         open_ready(browser, export_html(fx.single(), out / "warm.html"))["ctx"].close()  # compile the bundle once
-        if not args.models:
+        if args.million:
+            bench_million(browser, [100_000, 1_000_000], out)
+        elif not args.models:
             bench_load(browser, sizes, repeat, out)
             bench_expand_all(browser, [10_000] if args.quick else [10_000, 100_000], out)
             bench_expand_one(browser, [10_000] if args.quick else [10_000, 100_000], out)
             bench_layouts(browser, out)
-        bench_models(browser, repeat, out)
+            if not args.quick:
+                bench_million(browser, [100_000, 1_000_000], out)
+        if not args.million:
+            bench_models(browser, repeat, out)
         browser.close()
 
 

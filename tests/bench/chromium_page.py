@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Iterable, Optional, Set
 
 ARGS = ["--no-sandbox", "--disable-gpu",
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
@@ -25,11 +25,34 @@ def open_ready(browser: Any, path: Path, evaluate: str) -> Dict[str, Any]:
     cdp = ctx.new_cdp_session(page)
     cdp.send("Performance.enable")
     t0 = time.perf_counter()
-    page.goto(path.as_uri())
-    page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=120_000)
+    # generous: a million-node export is tens of MB of inline script on a machine other jobs share
+    page.goto(path.as_uri(), timeout=300_000)
+    page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=300_000)
     wall = time.perf_counter() - t0
     info = page.evaluate(evaluate)
     m = {x["name"]: x["value"] for x in cdp.send("Performance.getMetrics")["metrics"]}
     info["thread_cpu"], info["process_cpu"] = m.get("ThreadTime", float("nan")), m.get("ProcessTime", float("nan"))
     info.update(wall=wall, page=page, ctx=ctx, cdp=cdp)
     return info
+
+
+def renderer_pids(browser: Any) -> Set[int]:
+    """The process ids of the browser's renderers (Chromium's SystemInfo domain)."""
+    cdp = browser.new_browser_cdp_session()
+    try:
+        return {p["id"] for p in cdp.send("SystemInfo.getProcessInfo")["processInfo"] if p["type"] == "renderer"}
+    finally:
+        cdp.detach()
+
+
+def peak_rss_mib(pids: Iterable[int]) -> Optional[float]:
+    """The largest peak resident memory (``VmHWM``, MiB) of these processes: a page's renderer holds its main thread
+    and its workers. None where ``/proc`` cannot tell (not Linux, or the process is gone)."""
+    peaks = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        peaks += [int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM:")]
+    return max(peaks) if peaks else None

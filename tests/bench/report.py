@@ -93,6 +93,14 @@ BENCHES: List[Bench] = [
           "load in a fresh browser, then median over fresh contexts, CPU of main thread and renderer, the view's "
           "decode and layouts, selecting a node on A with B following. Target: a pair of 10k-node graphs ready in "
           "2 s."),
+    Bench("memory", "bench_memory.py", "Memory: `memory=True`, the peak and checkpoint candidates", ("--quick",),
+          (),
+          "GPT-2 (4 layers, from a config) and a hand-written ResNet in training mode: `profile(memory=True)` "
+          "plus `g.memory()` against a plain `profile`, interleaved (target at most x1.3); the peak the memory run "
+          "reports against one plain step measured alone; the advisor's top checkpoint candidate, predicted "
+          "against measured (the CPU allocator's peak of a plain step with and without `gw.with_checkpoint`; "
+          "target: at least 70 % of the predicted saving), gradients compared bit for bit; full mode adds the "
+          "memory line of `gw.compare(..., memory=True, profile=True)`."),
     Bench("gather", "bench_gather.py", "Ranks: gathering one graph per rank to rank 0", ("--quick",), (),
           "`torchrun` with 4 ranks on gloo, each holding the same traced `nn.TransformerEncoder` graph (~10k "
           "nodes quick, ~100k full); graphwidget's gather (what `gw.profile(..., ranks=\"all\")` runs after the "

@@ -217,7 +217,10 @@ def overview_graph(name: str, how: str) -> Dict[str, Any]:
     """The graph (schema dict) of OVERVIEW model `name`, traced (`how="trace"`) or captured from its loss
     (`how="capture"`), cached like model_graph."""
     import graphwidget
-    key = hashlib.sha1(f"overview:{name}:{how}:{_key_versions()}:{graphwidget.__version__}".encode()).hexdigest()[:12]
+    # a plain capture's module paths are inferred (capturing/modules.py): a change there is a new graph
+    rules = (hashlib.sha1((Path(graphwidget.__file__).parent / "capturing" / "modules.py").read_bytes()).hexdigest()
+             if how == "capture" else "")
+    key = hashlib.sha1(f"overview:{name}:{how}:{_key_versions()}:{graphwidget.__version__}:{rules}".encode()).hexdigest()[:12]
     path = GRAPHS / f"{name}-{how}-{key}.json"
     if path.is_file():
         return json.loads(path.read_text())

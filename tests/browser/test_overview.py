@@ -11,7 +11,7 @@ and /tmp/gw-shots/ (both outside git) for people to look at.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, List
 
 import pytest
 from model_graphs import OVERVIEW, SCREENS, overview_graph
@@ -23,6 +23,7 @@ from graphwidget.views.export import export_html
 API = "document.querySelector('.graphwidget-root').graphwidget"
 WIDTHS = (700, 1000, 1400)
 SHOTS = Path("/tmp/gw-shots")
+WIDE = "() => document.querySelector('.graphwidget-root').clientWidth > 600"
 CASES = [(name, how) for name in OVERVIEW for how in ("trace", "capture")]
 
 
@@ -71,9 +72,39 @@ def shoot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"overview-{name}.png"))
 
 
+def toolbar_overflow(page: Any) -> List[str]:
+    """Toolbar controls that end past the toolbar's right edge (cut off or hidden under its border), and the status
+    text when it is cut below 1100 px (there it shows its short form, which must be whole)."""
+    return page.evaluate("""() => {
+        const bar = document.querySelector('.gw-toolbar'), right = bar.getBoundingClientRect().right - 1;
+        const out = [];
+        for (const c of bar.children) {
+            const r = c.getBoundingClientRect();
+            if (r.width > 0 && r.right > right) out.push(`${c.className || c.tagName} ends at ${r.right} > ${right}`);
+        }
+        const st = bar.querySelector('.gw-status');
+        if (bar.getBoundingClientRect().width < 1100 && st.scrollWidth > st.clientWidth + 1) out.push(`status cut: ${st.textContent}`);
+        return out; }""")
+
+
+def under_controls(page: Any, side: Any = None) -> List[str]:
+    """Drawn items, and labels drawn beside their box, that a pane's own controls cover: its zoom buttons, its
+    minimap when shown, a diff pane's title."""
+    rects = api(page, "a.itemRects(arg)", side)
+    rects += [{"id": "a label beside its box", **r} for r in api(page, "a.labelStats(arg).beside", side)]
+    k = 0 if side in (None, "a") else 1
+    controls = page.evaluate("""(k) => { const pane = document.querySelectorAll('.gw-pane')[k];
+        return Array.from(pane.querySelectorAll('.gw-zoom, .gw-minimap, .gw-pane-title')).filter((e) => e.offsetParent !== null
+            && getComputedStyle(e).display !== 'none').map((e) => { const r = e.getBoundingClientRect();
+            return [e.className, r.left, r.top, r.right, r.bottom]; }); }""", k)
+    return [f"{r['id']} under {c[0]}" for r in rects for c in controls
+            if r["left"] < c[3] and c[1] < r["right"] and r["top"] < c[4] and c[2] < r["bottom"]]
+
+
 def check_first_view(page: Any, what: str) -> Dict[str, Any]:
     outside = api(page, "a.outside()")
     assert outside == [], f"{what}: drawn items or frames outside the pane at open: {outside[:8]}"
+    assert under_controls(page) == [], f"{what}: the pane's controls cover drawn items at open"
     st = api(page, "a.labelStats()")
     assert st["items"] > 0, f"{what}: nothing drawn"
     assert st["labelled"] >= 0.8 * st["items"], f"{what}: legible labels on {st['labelled']} of {st['items']} items"
@@ -91,6 +122,7 @@ def test_first_view_is_the_whole_model_legible(watched: Any, pages: Dict[str, Pa
         shoot(page, f"{name}-{how}-{width}-{scheme}")
         check_first_view(page, f"{name} ({how}) at {width} px, {scheme}")
         assert api(page, "a.panelShown()") is False, "the panel waits for a selection"
+        assert toolbar_overflow(page) == [], f"the toolbar at {width} px"
         if width >= 1000:
             cut = page.evaluate("""() => { const t = document.querySelector('.gw-title'); const r = document.createRange();
                 r.selectNodeContents(t); return t.getBoundingClientRect().width + 0.01 < r.getBoundingClientRect().width; }""")
@@ -108,8 +140,8 @@ def test_first_view_is_the_whole_model_legible(watched: Any, pages: Dict[str, Pa
         w.close()
 
 
-@pytest.mark.parametrize("name,how,n,cls", [("decoder12", "trace", 12, "DecoderBlock"), ("gpt2_12", "trace", 12, "GPT2Block"),
-                                           ("resnet34", "trace", 3, "BasicBlock")])
+@pytest.mark.parametrize("name,how,n,cls", [(name, how, n, cls) for how in ("trace", "capture") for name, n, cls in (
+    ("decoder12", 12, "DecoderBlock"), ("gpt2_12", 12, "GPT2Block"), ("resnet34", 3, "BasicBlock"))])
 def test_identical_blocks_fold_and_open_into_their_members(watched: Any, pages: Dict[str, Path], name: str, how: str,
                                                            n: int, cls: str) -> None:
     needs(name)
@@ -154,6 +186,29 @@ def test_fit_shows_everything(watched: Any, pages: Dict[str, Path]) -> None:
     w.assert_clean()
 
 
+def blank_status_badges(page: Any, side: str) -> List[Dict[str, Any]]:
+    """The side's status badges whose inside is one flat colour: a pill without its symbol or count (read from the
+    canvas's pixels between the pill's round ends, where the glyph is drawn)."""
+    return page.evaluate("""(side) => {
+        const a = document.querySelector('.graphwidget-root').graphwidget;
+        const c = document.querySelectorAll('.gw-pane canvas.gw-canvas')[side === 'a' ? 0 : 1];
+        const r = c.getBoundingClientRect(), d = c.width / r.width, ctx = c.getContext('2d');
+        const blank = [];
+        for (const b of a.statusBadges(side)) {
+            const x0 = Math.round((b.x - b.w / 2 + b.h * 0.3 - r.left) * d), x1 = Math.round((b.x + b.w / 2 - b.h * 0.3 - r.left) * d);
+            const y0 = Math.round((b.y - b.h * 0.3 - r.top) * d), y1 = Math.round((b.y + b.h * 0.3 - r.top) * d);
+            if (x0 < 0 || y0 < 0 || x1 > c.width || y1 > c.height || x1 <= x0 || y1 <= y0) continue;
+            const px = ctx.getImageData(x0, y0, x1 - x0, y1 - y0).data;
+            const [fr, fg, fb] = [px[0], px[1], px[2]];
+            let ink = 0;
+            for (let k = 0; k < px.length; k += 4) {
+                if (Math.abs(px[k] - fr) + Math.abs(px[k + 1] - fg) + Math.abs(px[k + 2] - fb) > 150) ink++;
+            }
+            if (ink < 2) blank.push(b);
+        }
+        return blank; }""", side)
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_seed_diff_opens_fitted_and_legible(watched: Any, pages: Dict[str, Path], scheme: str) -> None:
     for width in WIDTHS:
@@ -162,9 +217,15 @@ def test_seed_diff_opens_fitted_and_legible(watched: Any, pages: Dict[str, Path]
         shoot(page, f"seed-{width}-{scheme}")
         for side in ("a", "b"):
             assert api(page, "a.outside(arg)", side) == [], f"seed diff at {width} px: side {side} is cropped"
+            assert under_controls(page, side) == [], f"seed diff at {width} px: side {side}'s controls cover items"
             st = api(page, "a.labelStats(arg)", side)
             assert st["labelled"] >= 0.8 * st["items"], f"seed diff at {width} px, side {side}: {st}"
+            # every marked item says what it is at any zoom: its badge carries Δ, + or −, or a group's count
+            badges = api(page, "a.statusBadges(arg)", side)
+            assert badges and all(b["label"] in ("Δ", "+", "−") or b["label"].isdigit() for b in badges), badges
+            assert blank_status_badges(page, side) == [], f"status badges drawn without their symbol at {width} px"
         assert api(page, "a.panel()") == "hidden"
+        assert toolbar_overflow(page) == [], f"the diff's toolbar at {width} px"
         w.assert_clean()
         w.close()
 
@@ -239,3 +300,42 @@ def test_wheel_inside_a_frame_scrolls_the_host_page(watched: Any, pages: Dict[st
     assert inner.evaluate(f"() => {API}.labelStats().scale") == before, "the graph did not zoom"
     w.assert_clean()
 
+
+
+def test_a_notebook_output_column_keeps_the_toolbar_whole_and_gives_the_diff_panes_the_height(
+        watched: Any, pages: Dict[str, Path]) -> None:
+    """JupyterLab in a 1000 px window gives an output ~570 px wide; a diff widget there is 600 px tall. Its toolbar
+    stays one whole line, and its summary strip folds to the verdict sentence (the numbers one click away) instead of
+    taking half of the height in rows of numbers."""
+    for key in ("seed", "decoder12-trace", "gpt2_12-trace"):
+        w = open_page(watched, pages[key], 570, height=600)
+        page = w.page
+        shoot(page, f"{key}-570x600")
+        assert toolbar_overflow(page) == [], f"{key}: the toolbar at 570 px"
+        if key != "seed":
+            check_first_view(page, f"{key} at 570 x 600")
+            # the model, not two boxes named transformer and lm_head: its fold of twelve blocks is drawn
+            assert any(g["kind"] == "repeat" for g in api(page, "a.groups()")), api(page, "a.groups()")
+        if key == "seed":
+            strip = page.locator(".gw-summary")
+            assert strip.bounding_box()["height"] <= 0.25 * 600, "the strip leaves the panes their room"
+            assert "same maths" in strip.inner_text(), "the verdict sentence stays"
+            assert not page.locator(".gw-sum-cells").is_visible()
+            for side in ("a", "b"):
+                assert api(page, "a.outside(arg)", side) == [], f"side {side} is cropped"
+                assert under_controls(page, side) == [], f"side {side}'s controls cover items"
+            page.click(".gw-sum-toggle")
+            assert page.locator(".gw-sum-cells").is_visible(), "the numbers are one click away"
+            # a resize that would fold it again (still short) keeps what the user chose
+            page.set_viewport_size({"width": 620, "height": 600})
+            assert wait_until(lambda p=page: p.evaluate(WIDE)), "the view follows the window"
+            next_frame(page)
+            assert page.locator(".gw-sum-cells").is_visible(), "the user's choice holds over a resize"
+        w.assert_clean()
+        w.close()
+
+
+def test_a_tall_diff_shows_its_numbers(watched: Any, pages: Dict[str, Path]) -> None:
+    w = open_page(watched, pages["seed"], 1400, height=900)
+    assert w.page.locator(".gw-sum-cells").is_visible(), "where there is room the strip shows its numbers"
+    w.assert_clean()

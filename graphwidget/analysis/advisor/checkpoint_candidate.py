@@ -64,6 +64,7 @@ def find(ctx: Context) -> List[Finding]:
     return [ctx.finding(
         RULE, nodes, msg, fix, share=best["saving_bytes"] / best["peak_bytes"] if best["peak_bytes"] else None,
         share_of="peak_bytes", waste_bytes=best["saving_bytes"], severity=SEVERITY,
+        backward_time=False,  # the cost of a checkpoint is the forward it recomputes (recompute_ms), not this
         evidence={"modules": mods, "label": label, "peak_bytes": best["peak_bytes"],
                   "saving_bytes": best["saving_bytes"], "new_peak_bytes": best["new_peak_bytes"],
                   "frees_bytes": best["frees_bytes"], "recompute_ms": ms, "bytes_per_ms": best["bytes_per_ms"],

@@ -325,10 +325,11 @@ class Context:
     # -- findings -----------------------------------------------------------------------------------------------
     def finding(self, rule: str, nodes: Sequence[int], message: str, suggestion: Optional[str], *,
                 evidence: Dict[str, Any], share: Optional[float], share_of: str, waste_bytes: Optional[int],
-                severity: Optional[str] = None, at: Optional[int] = None) -> Finding:
+                severity: Optional[str] = None, at: Optional[int] = None, backward_time: bool = True) -> Finding:
         """Assemble a finding: source line from ``at`` (default: the first node that has one, the cause first),
         the shared evidence keys, the share used for ranking and ``min_share``, and the severity (unless given: a
-        warning when ``waste_bytes`` reaches :data:`MATERIAL_BYTES`)."""
+        warning when ``waste_bytes`` reaches :data:`MATERIAL_BYTES`). ``backward_time=False`` leaves out the nodes'
+        measured backward (``bwd_ms``, ``share_of_backward``) for a finding whose cost is not their backward."""
         nodes = list(dict.fromkeys(nodes))
         where = at if at is not None else next((n for n in nodes if self.node[n].get("source")), nodes[0])
         d = self.node[where]
@@ -337,7 +338,7 @@ class Context:
         ev.setdefault("grad_bytes", self.grad_bytes(nodes))
         if waste_bytes is not None:
             ev["waste_bytes"] = int(waste_bytes)
-        if self.timed:
+        if self.timed and backward_time:
             ms = self.bwd_ms(nodes)
             if ms is not None:
                 ev["bwd_ms"] = round(ms, 6)

@@ -24,7 +24,7 @@ from ...model.graph import GradGraph
 from . import fusion
 from .result import Diff, build
 from .result import diff as two_way_diff
-from .verdicts import BAND, FASTER, SAME, SLOWER, clean_equivalence, clean_timing, factor, maths_text, memory_text
+from .verdicts import BAND, clean_equivalence, clean_timing, decided_text, maths_text, memory_text
 
 Verdicts = Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]  # (equivalence, timing)
 
@@ -305,17 +305,14 @@ class MultiDiff:
 
 
 def cell_text(ph: Dict[str, Any], band: float = BAND) -> str:
-    """One phase's verdict against the reference, short: ``"1.9× faster [1.7–2.1]"``, ``"same speed (±5 %)"``,
-    ``"not enough evidence (×0.98 [0.91–1.06])"``."""
-    r, lo, hi, v = ph.get("ratio"), ph.get("low"), ph.get("high"), ph.get("verdict")
+    """One phase's verdict against the reference, short: ``"1.9× faster [1.7–2.1]"``, ``"same speed (within
+    ±5 %)"``, ``"not enough evidence (×0.98 [0.91–1.06])"``."""
+    r, lo, hi = ph.get("ratio"), ph.get("low"), ph.get("high")
     if not isinstance(r, (int, float)):
         return "-"
-    if v == FASTER and r > 0 and lo and hi:
-        return f"{factor(1 / r)}× faster [{factor(1 / hi)}–{factor(1 / lo)}]"
-    if v == SLOWER and lo and hi:
-        return f"{factor(r)}× slower [{factor(lo)}–{factor(hi)}]"
-    if v == SAME:
-        return f"same speed (±{band * 100:g} %)"
+    words = decided_text(ph, band)
+    if words is not None:
+        return words
     if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
         return f"not enough evidence (×{r:.2f} [{lo:.2f}–{hi:.2f}])"
     return f"×{r:.2f}"
@@ -399,14 +396,10 @@ def _from_dict(cls: type, data: Any, who: str) -> MultiDiff:
     def fail(msg: str) -> schema.SchemaError:
         return schema.SchemaError(f"{who}: {msg}")
 
-    if not isinstance(data, dict) or data.get("format") != schema.NWAY_FORMAT:
-        got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise fail(f"not a graphwidget N-way document: \"format\" is {got!r:.60}, expected {schema.NWAY_FORMAT!r}.")
-    version = data.get("version")
-    if version != schema.NWAY_VERSION or type(version) is not int:
-        newer = type(version) is int and version > schema.NWAY_VERSION
-        raise fail(f"N-way version {version!r:.20} is not supported by this release (it reads version "
-                   f"{schema.NWAY_VERSION})" + ("; upgrade graphwidget." if newer else "."))
+    try:
+        schema.check_format(data, schema.NWAY_FORMAT, (schema.NWAY_VERSION,), "N-way document", "N-way")
+    except schema.SchemaError as exc:
+        raise fail(str(exc)) from None
     labels = data.get("labels")
     graphs_doc = data.get("graphs")
     if not isinstance(graphs_doc, list) or not graphs_doc:

@@ -333,17 +333,10 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
     def fail(msg: str) -> schema.SchemaError:
         return schema.SchemaError(f"{who}: {msg}")
 
-    if not isinstance(data, dict) or data.get("format") != schema.DIFF_FORMAT:
-        got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise fail(f"not a graphwidget diff: \"format\" is {got!r:.60}, expected {schema.DIFF_FORMAT!r}.")
-    version = data.get("version")
-    if version != schema.DIFF_VERSION or type(version) is not int:
-        newer = type(version) is int and version > schema.DIFF_VERSION
-        raise fail(f"diff version {version!r:.20} is not supported by this release (it reads version "
-                   f"{schema.DIFF_VERSION})" + ("; upgrade graphwidget." if newer else "."))
     try:
+        schema.check_format(data, schema.DIFF_FORMAT, (schema.DIFF_VERSION,), "diff", "diff")
         labels = check_labels(data.get("labels", ["A", "B"]), "labels")
-    except ValueError as exc:
+    except ValueError as exc:  # SchemaError is one
         raise fail(str(exc)) from None
     graphs = []
     for side in ("a", "b"):

@@ -58,16 +58,28 @@ def phase_text(name: str, t: Dict[str, Any], band: float = BAND) -> Optional[str
     """``"whole step 3.1× faster [2.6–3.7]"``: one phase of a timing record in words (``None`` when absent)."""
     if not isinstance(t, dict) or t.get("ratio") is None:
         return None
-    r, lo, hi, v = t["ratio"], t.get("low"), t.get("high"), t.get("verdict")
+    r, lo, hi = t["ratio"], t.get("low"), t.get("high")
     what = _PHASE_WORDS.get(name, name)
-    if v == FASTER and r > 0 and lo and hi:
-        return f"{what} {factor(1 / r)}× faster [{factor(1 / hi)}–{factor(1 / lo)}]"
-    if v == SLOWER and lo and hi:
-        return f"{what} {factor(r)}× slower [{factor(lo)}–{factor(hi)}]"
-    if v == SAME:
-        return f"{what} same speed (within ±{band * 100:g} %)"
+    words = decided_text(t, band)
+    if words is not None:
+        return f"{what} {words}"
     if lo is not None and hi is not None:
         return f"{what}: not enough evidence (B/A {r:.2f} [{lo:.2f}–{hi:.2f}])"
+    return None
+
+
+def decided_text(t: Dict[str, Any], band: float = BAND) -> Optional[str]:
+    """A decided speed verdict of a timing record's phase, short: ``"3.1× faster [2.6–3.7]"``, ``"1.2× slower
+    [1.1–1.3]"``, ``"same speed (within ±5 %)"``; ``None`` when it is not decided."""
+    r, lo, hi, v = t.get("ratio"), t.get("low"), t.get("high"), t.get("verdict")
+    if not isinstance(r, (int, float)):
+        return None
+    if v == FASTER and r > 0 and lo and hi:
+        return f"{factor(1 / r)}× faster [{factor(1 / hi)}–{factor(1 / lo)}]"
+    if v == SLOWER and lo and hi:
+        return f"{factor(r)}× slower [{factor(lo)}–{factor(hi)}]"
+    if v == SAME:
+        return f"same speed (within ±{band * 100:g} %)"
     return None
 
 

@@ -16,6 +16,8 @@ export interface DrawnBadge {
   x: number;
   y: number;
   r: number;
+  /** its width (a pill when a count follows the symbol) */
+  w: number;
   level: number;
   label: string;
 }
@@ -40,9 +42,9 @@ function perItem(view: ViewGraph, marks: FindingMarks): { level: Uint8Array; cou
   return r;
 }
 
-/** Draws the badges of the items on screen; returns them (screen positions in CSS pixels of the canvas). */
-export function drawFindingBadges(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: number, cssH: number, dpr: number,
-  view: ViewGraph, marks: FindingMarks, th: Theme): DrawnBadge[] {
+/** Where the badges of the items on screen go (screen positions in CSS pixels of the canvas), without drawing them:
+ * the diff's status badges are placed clear of them first (marks.ts). */
+export function placeFindingBadges(cam: CameraState, cssW: number, cssH: number, view: ViewGraph, marks: FindingMarks): DrawnBadge[] {
   const { level, count } = perItem(view, marks);
   const legible = cam.s >= 0.45; // the zoom from which labels are drawn: full-size badges with them
   const r = legible ? 7.5 : 5.5;
@@ -56,14 +58,19 @@ export function drawFindingBadges(ctx: CanvasRenderingContext2D, cam: CameraStat
     const label = it.cluster && count[i] > 1 ? `${sym}${count[i]}` : sym;
     // just outside the corner (over the border and the gap): the label inside starts right of it, uncovered
     const w = Math.max(2 * r, label.length * 6 + 8);
-    out.push({ item: i, x: x0 - w / 2 + 3, y: y0 - r + 3, r, level: level[i], label });
+    out.push({ item: i, x: x0 - w / 2 + 3, y: y0 - r + 3, r, w, level: level[i], label });
   }
+  return out;
+}
+
+/** Draws placed badges (placeFindingBadges) on top of everything; returns them. */
+export function drawFindingBadges(ctx: CanvasRenderingContext2D, dpr: number, out: DrawnBadge[], th: Theme): DrawnBadge[] {
   if (!out.length) return out;
   ctx.save();
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
-  ctx.font = `700 ${legible ? 10 : 8}px ${FONT_FAMILY}`;
+  ctx.font = `700 ${out[0].r > 6 ? 10 : 8}px ${FONT_FAMILY}`;
   // lowest level first, so a warning is on top where badges overlap
   out.sort((a, b) => a.level - b.level);
   for (const b of out) {

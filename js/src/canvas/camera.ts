@@ -2,6 +2,7 @@
  * The camera of one pane: screen = world × s + (tx, ty), in CSS pixels. Every change is announced to "change"
  * listeners with its reason, so a second pane can follow (the diff view's Sync) and the pane redraws.
  */
+import { FIT_PAD } from "../layout/types";
 
 /** A plain camera value (what the renderer and the minimap read). */
 export interface CameraState { s: number; tx: number; ty: number; }
@@ -70,14 +71,15 @@ export class Camera implements CameraState {
   }
 
   /** The scale and offsets that show bounds [x0, y0, x1, y1] whole in a w × h viewport (never magnified past maxScale). */
-  static fitBounds(b: readonly [number, number, number, number], w: number, h: number, pad = 24, maxScale = 1.25): CameraState {
+  static fitBounds(b: readonly [number, number, number, number], w: number, h: number, pad = FIT_PAD, maxScale = 1.25,
+    padRight = pad): CameraState {
     const [x0, y0, x1, y1] = b;
-    const s = clamp(Math.min((w - 2 * pad) / Math.max(x1 - x0, 1e-9), (h - 2 * pad) / Math.max(y1 - y0, 1e-9), maxScale), MIN_SCALE, MAX_SCALE);
-    return { s, tx: w / 2 - ((x0 + x1) / 2) * s, ty: h / 2 - ((y0 + y1) / 2) * s };
+    const s = clamp(Math.min((w - pad - padRight) / Math.max(x1 - x0, 1e-9), (h - 2 * pad) / Math.max(y1 - y0, 1e-9), maxScale), MIN_SCALE, MAX_SCALE);
+    return { s, tx: (pad + w - padRight) / 2 - ((x0 + x1) / 2) * s, ty: h / 2 - ((y0 + y1) / 2) * s };
   }
 
   /** Fits bounds into a w × h viewport (see fitBounds). */
-  fit(b: readonly [number, number, number, number], w: number, h: number, pad = 24, maxScale = 1.25, reason: CameraReason = "fit"): void {
+  fit(b: readonly [number, number, number, number], w: number, h: number, pad = FIT_PAD, maxScale = 1.25, reason: CameraReason = "fit"): void {
     const c = Camera.fitBounds(b, w, h, pad, maxScale);
     this.set(c.s, c.tx, c.ty, reason);
   }

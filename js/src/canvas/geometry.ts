@@ -2,7 +2,7 @@
 import type { ViewGraph } from "../model/view";
 import { Camera, clamp, type CameraState } from "./camera";
 import { edgeDistance2, TEXT_SCALE } from "./render";
-import { FRAME_TITLE_H } from "../layout/types";
+import { CONTROLS_H, CONTROLS_W, FIT_PAD, FRAME_TITLE_H } from "../layout/types";
 
 export type Bounds = [number, number, number, number];
 
@@ -44,7 +44,7 @@ export function frameBounds(v: ViewGraph, f: number): Bounds {
  * labels are drawn at every zoom, so the whole structure can be read.
  */
 export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = TEXT_SCALE): CameraState {
-  const fitted = Camera.fitBounds(b, w, h);
+  const fitted = fitClear(v, b, w, h);
   const groups = v.items.reduce((a, it) => a + (it.cluster ? 1 : 0), 0);
   const floor = groups * 2 >= v.items.length ? legible / 2 : legible;
   if (fitted.s >= floor) return fitted;
@@ -67,6 +67,36 @@ export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, le
   const s = clamp((w - 48) / Math.max(hi - lo, 1), legible, floor < legible ? 0.65 : 0.8);
   if ((x1 - x0) * s <= w - 48) { lo = x0; hi = x1; }
   return { s, tx: w / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
+}
+
+/**
+ * The fitted camera (Camera.fitBounds), kept clear of the pane's zoom buttons in its top-right corner: when an item
+ * would sit under them, the drawing moves down or left where the pane has room for that, else it is fitted again
+ * with a right border as wide as the buttons. A drawing that misses the corner keeps the whole width.
+ */
+export function fitClear(v: ViewGraph, b: Bounds, w: number, h: number): CameraState {
+  const c = Camera.fitBounds(b, w, h);
+  const [x0, y0, x1, y1] = b;
+  const x1Limit = w - CONTROLS_W;
+  // what is fitted: the items inside the bounds (a frame's, when one is shown)
+  const inside = v.items.filter((it) => it.x >= x0 && it.x <= x1 && it.y >= y0 && it.y <= y1);
+  const under = (cam: CameraState) => inside.filter((it) =>
+    (it.x + it.w / 2) * cam.s + cam.tx > x1Limit && (it.y - it.h / 2) * cam.s + cam.ty < CONTROLS_H);
+  const hit = under(c);
+  if (!hit.length) return c;
+  // down: below the buttons, if the drawing's bottom stays inside the border
+  const dy = CONTROLS_H - Math.min(...hit.map((it) => (it.y - it.h / 2) * c.s + c.ty));
+  if (y1 * c.s + c.ty + dy <= h - FIT_PAD) {
+    const down = { ...c, ty: c.ty + dy };
+    if (!under(down).length) return down;
+  }
+  // left: beside them, if the drawing's left edge stays inside the border
+  const dx = Math.max(...hit.map((it) => (it.x + it.w / 2) * c.s + c.tx)) - x1Limit;
+  if (x0 * c.s + c.tx - dx >= FIT_PAD) {
+    const left = { ...c, tx: c.tx - dx };
+    if (!under(left).length) return left;
+  }
+  return Camera.fitBounds(b, w, h, FIT_PAD, 1.25, CONTROLS_W);
 }
 
 /** First view: fitted, or readable at the top of a tall drawing (see readableCamera). */

@@ -8,8 +8,8 @@
  * room, at a fixed screen size.
  */
 import { darkFill } from "../model/colour";
-import { FONT_FAMILY, LABEL_FONT, SUB_FONT } from "./measure";
-import { FRAME_TITLE_H } from "../layout/types";
+import { cutText, FONT_FAMILY, LABEL_FONT, SUB_FONT } from "./measure";
+import { CONTROLS_H, CONTROLS_W, FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
 import type { Theme } from "./theme";
 import { KIND_GROUP } from "./shapes";
@@ -22,8 +22,9 @@ const TITLE_PX = 11;
 /** zoomed out, group labels, frame titles and node labels that fit are drawn at this screen size */
 const SCREEN_LABEL_PX = 10.5;
 
-/** Labels drawn: in all, legible ones, and legible ones on items (node and group boxes, not frame titles). */
-export interface LabelStats { labels: number; legible: number; items: number; }
+/** Labels drawn: in all, legible ones, and legible ones on items (node and group boxes, not frame titles); `beside`:
+ * the group labels drawn beside their box, not in it ([x0, y0, x1, y1] in canvas CSS pixels). */
+export interface LabelStats { labels: number; legible: number; items: number; beside: [number, number, number, number][]; }
 
 /** Draws every label of the visible items and frames; returns how many, and how many are legible. */
 export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
@@ -75,7 +76,7 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
     ctx.fillText(`×${es[e].count}`, x, y);
   }
   // every label drawn here is at least LEGIBLE_PX on screen
-  return { labels: labels + titles, legible: labels + titles, items: labels };
+  return { labels: labels + titles, legible: labels + titles, items: labels, beside: [] };
 }
 
 /**
@@ -158,6 +159,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
   };
   for (const i of vis) boxes.add(screen(i));
   let count = 0, titles = 0;
+  const placedBeside: Rect[] = [];
   const fitText = (key: string, text: string, width: number, left: boolean): string => {
     const k = `${key}:${Math.floor(width / 6)}`;
     let out = p.fitted.get(k);
@@ -220,9 +222,12 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
       continue;
     }
     const beside: Rect = [x1 + 4, cy - fontPx / 2 - 1, x1 + 4 + Math.min(full, 220), cy + fontPx / 2 + 1];
-    if (beside[2] <= cssW && boxes.free(beside) && taken.free(beside)) {
+    // beside, never under the pane's zoom buttons
+    const underControls = beside[2] > cssW - CONTROLS_W && beside[1] < CONTROLS_H;
+    if (beside[2] <= cssW && !underControls && boxes.free(beside) && taken.free(beside)) {
       const txt = full <= 220 ? it.label : fitText(`g${i}b`, it.label, 220, cutsLeft(it));
       taken.add(beside);
+      placedBeside.push(beside);
       ctx.fillStyle = th.frameText;
       ctx.fillText(txt, x1 + 4, cy + 0.5);
       count++;
@@ -253,7 +258,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     ctx.fillText(txt, x0 + 4, cy + 0.5);
     count++;
   }
-  return { labels: count + titles, legible: count + titles, items: count };
+  return { labels: count + titles, legible: count + titles, items: count, beside: placedBeside };
 }
 
 /** Module paths without a class are cut from the left: their end tells siblings apart. */
@@ -285,15 +290,7 @@ class Occupancy {
   }
 }
 
-/** Cuts text to a width with an ellipsis, at the end or (left) at the start. */
+/** Cuts text to a width in the current font (cutText: a trailing ×N stays). */
 function cut(ctx: CanvasRenderingContext2D, text: string, width: number, left: boolean): string {
-  if (ctx.measureText(text).width <= width) return text;
-  let lo = 0, hi = text.length;
-  const piece = (k: number) => (left ? `…${text.slice(text.length - k)}` : `${text.slice(0, k)}…`);
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(piece(mid)).width <= width) lo = mid; else hi = mid - 1;
-  }
-  return piece(lo);
+  return cutText((t) => ctx.measureText(t).width, text, width, left);
 }
-

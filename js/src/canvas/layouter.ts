@@ -7,7 +7,7 @@ import type { GraphModel } from "../model/graph";
 import { DEFAULT_GROUPING, type Cluster, type Hierarchy } from "../model/grouping";
 import { buildView, expansionLevels, initialExpansion, viewArea, type ViewGraph } from "../model/view";
 import { LayoutClient } from "../layout/client";
-import { chooseAlgorithm, LEGIBLE_SCALE, type LayoutInput, type LayoutResult } from "../layout/types";
+import { chooseAlgorithm, fitRoom, LEGIBLE_SCALE, type LayoutInput, type LayoutResult } from "../layout/types";
 import type { PaneSize } from "../layout/wrap";
 import { viewBounds } from "./geometry";
 import { TITLE_FONT, type TextMeasurer } from "./measure";
@@ -158,8 +158,9 @@ export class Layouter {
         if (ok) { best = { view, res, input, tView, set: levels[k] }; break; }
         continue;
       }
-      // one or two boxes say nothing of the model: then the next level is taken, fitted, even if it is small
-      const bare = !!best && best.view.items.length < 3;
+      // one or two boxes say nothing of the model (GPT-2: `transformer` and `lm_head`, with the tied weight and an
+      // alias beside them): then the next level is taken, fitted, even if it is small
+      const bare = !!best && saysLittle(best.view, this.model.n);
       if (!best || ok || bare) best = { view, res, input, tView, set: levels[k] };
       if (!ok) break;
     }
@@ -168,16 +169,33 @@ export class Layouter {
   }
 }
 
+/** A view of at most two closed groups that hold nearly the whole graph (what is drawn beside them is a few loose
+ * nodes) and no fold: it names the model's parts, not what they are. A fold ("h.0–11 · GPT2Block ×12") is already
+ * the summary. */
+export function saysLittle(view: ViewGraph, n: number): boolean {
+  if (view.items.length < 3) return true;
+  let groups = 0, held = 0;
+  for (const it of view.items) {
+    if (!it.cluster) continue;
+    if (it.cluster.kind === "repeat") return false;
+    groups++;
+    held += it.cluster.size;
+  }
+  return groups > 0 && groups <= 2 && held >= 0.9 * n;
+}
+
 /** The area, in world units, that a pane shows at a legible zoom (what a view's boxes must fit in). */
 export function room(size: PaneSize): number {
-  return (Math.max(size.w - 48, 1) * Math.max(size.h - 48, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
+  const r = fitRoom(size.w, size.h);
+  return (Math.max(r.w, 1) * Math.max(r.h, 1)) / (LEGIBLE_SCALE * LEGIBLE_SCALE);
 }
 
 /** Whether a laid-out view fits the pane whole at a zoom where its labels are legible. */
 export function fitsLegibly(view: ViewGraph, size: PaneSize): boolean {
   const b = viewBounds(view);
   if (!b) return true;
-  const s = Math.min((size.w - 48) / Math.max(b[2] - b[0], 1), (size.h - 48) / Math.max(b[3] - b[1], 1));
+  const r = fitRoom(size.w, size.h);
+  const s = Math.min(r.w / Math.max(b[2] - b[0], 1), r.h / Math.max(b[3] - b[1], 1));
   return s >= LEGIBLE_SCALE;
 }
 

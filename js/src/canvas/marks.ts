@@ -15,6 +15,7 @@ import type { Theme } from "./theme";
 const CODES = [2, 3, 4] as const;
 const SYMBOL: Record<number, string> = { 2: "Δ", 3: "+", 4: "−" };
 const BADGE_FONT = `700 10px ${FONT_FAMILY}`;
+const BADGE_FONT_SMALL = `700 8px ${FONT_FAMILY}`;
 
 export function statusColour(th: Theme, code: number): string {
   return code === 3 ? th.added : code === 4 ? th.removed : th.changed;
@@ -73,29 +74,46 @@ function hatch(ctx: CanvasRenderingContext2D, p: Paint, list: number[], px: numb
   ctx.restore();
 }
 
-/** The status badges, in screen pixels at a fixed size, just outside each item's top-right corner. */
+/** One status badge as drawn, in canvas CSS pixels (for the automation API and tests). */
+export interface DrawnStatusBadge { item: number; code: number; label: string; x: number; y: number; w: number; h: number; }
+
+/**
+ * The status badges, in screen pixels at a fixed size, just outside each item's top-right corner; returns them.
+ * Zoomed far out they are smaller, but always say what they mark: a badge without its symbol or count says
+ * nothing its outline does not. Where boxes stand close, a neighbour's finding badge (top-left corner, `avoid`)
+ * would cover this one: then it slides left along the top edge of its own box (above its label, never over it), or
+ * failing that rises above it.
+ */
 export function drawStatusBadges(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
-  vis: number[], th: Theme): void {
+  th: Theme, avoid: readonly { x: number; y: number; r: number; w: number }[] = []): DrawnStatusBadge[] {
   const st = p.status!;
   const items = p.view.items;
+  const out: DrawnStatusBadge[] = [];
   ctx.save();
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.font = BADGE_FONT;
-  ctx.textAlign = "center";
-  ctx.textBaseline = "middle";
   const small = cam.s < 0.45;
   const r = small ? 5.5 : 7;
+  ctx.font = small ? BADGE_FONT_SMALL : BADGE_FONT;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  const hits = (cx: number, cy: number, w: number) => avoid.filter((b) =>
+    Math.abs(b.y - cy) < b.r + r && cx - w / 2 < b.x + b.w / 2 + 1 && b.x - b.w / 2 - 1 < cx + w / 2);
   for (const code of CODES) {
-    const list = vis.filter((i) => st[i] === code);
-    if (!list.length) continue;
-    for (const i of list) {
+    for (let i = 0; i < items.length; i++) {
+      if (st[i] !== code) continue;
       const it = items[i];
-      const x1 = (it.x + it.w / 2) * cam.s + cam.tx, y0 = (it.y - it.h / 2) * cam.s + cam.ty;
+      const x0 = (it.x - it.w / 2) * cam.s + cam.tx, x1 = (it.x + it.w / 2) * cam.s + cam.tx, y0 = (it.y - it.h / 2) * cam.s + cam.ty;
       if (x1 < -r || y0 < -r || x1 > cssW + r + 4 || y0 > cssH + r) continue;
       const label = p.kind[i] === KIND_GROUP ? String(p.statusCount?.[i] ?? "") : SYMBOL[code];
-      const w = Math.max(2 * r, ctx.measureText(label).width + 8);
+      const w = Math.max(2 * r, ctx.measureText(label).width + (small ? 5 : 8));
       // centred just outside the corner: over the border and the gap, not over the label inside
-      const cx = x1 + w / 2 - 3, cy = y0 - r + 3;
+      let cx = x1 + w / 2 - 3, cy = y0 - r + 3;
+      const blocking = hits(cx, cy, w);
+      if (blocking.length) {
+        const left = Math.min(...blocking.map((b) => b.x - b.w / 2 - 1)) - w / 2;
+        if (left - w / 2 >= x0 + (x1 - x0) / 3 && !hits(left, cy, w).length) cx = left;
+        else cy = y0 - 2 * r - 1;
+      }
       ctx.beginPath();
       if (ctx.roundRect) ctx.roundRect(cx - w / 2, cy - r, w, 2 * r, r); else ctx.rect(cx - w / 2, cy - r, w, 2 * r);
       ctx.fillStyle = statusColour(th, code);
@@ -103,13 +121,13 @@ export function drawStatusBadges(ctx: CanvasRenderingContext2D, cam: CameraState
       ctx.lineWidth = 1.5;
       ctx.strokeStyle = th.bg;
       ctx.stroke();
-      if (!small) {
-        ctx.fillStyle = th.dark ? "#0b1220" : "#ffffff";
-        ctx.fillText(label, cx, cy + 0.5);
-      }
+      ctx.fillStyle = th.dark ? "#0b1220" : "#ffffff";
+      ctx.fillText(label, cx, cy + 0.5);
+      out.push({ item: i, code, label, x: cx, y: cy, w, h: 2 * r });
     }
   }
   ctx.restore();
+  return out;
 }
 
 /**

@@ -36,15 +36,9 @@ export class TextMeasurer {
     return w;
   }
 
-  /** Cuts text with an ellipsis to fit maxWidth (binary search on the length). */
+  /** Cuts text with an ellipsis to fit maxWidth (cutText: a trailing count stays). */
   fit(text: string, font: string, maxWidth: number): string {
-    if (this.width(text, font) <= maxWidth) return text;
-    let lo = 0, hi = text.length;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.width(`${text.slice(0, mid)}…`, font) <= maxWidth) lo = mid; else hi = mid - 1;
-    }
-    return `${text.slice(0, lo)}…`;
+    return cutText((t) => this.width(t, font), text, maxWidth, false);
   }
 
   /** Cuts from the left: the end of a module path ("…layers.3.attn") is the part that tells boxes apart. */
@@ -69,4 +63,23 @@ export class TextMeasurer {
     const h = group ? 40 : ds ? 36 : 26;
     return { w, h, dl, ds };
   };
+}
+
+/**
+ * Cuts text to a width with an ellipsis (binary search on the length), at the end or (`left`) at the start. A label
+ * that ends in a count ("h.0–11 · GPT2Block ×12", "Mul ×8") keeps it and loses the middle ("h.0–11 · GPT2B… ×12"):
+ * the ×N is what says a box stands for many.
+ */
+export function cutText(width: (t: string) => number, text: string, maxWidth: number, left: boolean): string {
+  if (width(text) <= maxWidth) return text;
+  const m = left ? null : / ×\d+$/.exec(text);
+  const tail = m && width(`…${m[0]}`) <= maxWidth ? m[0] : "";
+  const head = tail ? text.slice(0, text.length - tail.length) : text;
+  const piece = (k: number) => (left ? `…${head.slice(head.length - k)}` : `${head.slice(0, k)}…${tail}`);
+  let lo = 0, hi = head.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (width(piece(mid)) <= maxWidth) lo = mid; else hi = mid - 1;
+  }
+  return piece(lo);
 }

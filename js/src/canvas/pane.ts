@@ -17,7 +17,8 @@ import type { LayoutClient } from "../layout/client";
 import { TextMeasurer } from "./measure";
 import { draw, type Paint } from "./render";
 import type { Camera } from "./camera";
-import { drawFindingBadges, type DrawnBadge } from "./badges";
+import { drawFindingBadges, placeFindingBadges, type DrawnBadge } from "./badges";
+import { drawStatusBadges, type DrawnStatusBadge } from "./marks";
 import { bindPointer, zoomControls } from "./pointer";
 import { PaneSurface } from "./surface";
 import { PaneViewport, type Anchor } from "./viewport";
@@ -55,6 +56,8 @@ export class GraphPane {
   readonly timings: Timings = { view: 0, layout: 0, draw: 0, algorithm: "", worker: "" };
   /** the finding badges of the last frame, in canvas CSS pixels */
   badges: DrawnBadge[] = [];
+  /** the diff's status badges of the last frame, in canvas CSS pixels */
+  statusBadges: DrawnStatusBadge[] = [];
   /** the drawing state of the current view (null before the first layout) */
   private current: Paint | null = null;
   private drawnOnce = false;
@@ -62,6 +65,8 @@ export class GraphPane {
   private lastLegible = 0;
   /** the last frame's drawn items on screen and legible labels on them */
   lastItems = { onScreen: 0, labelled: 0 };
+  /** group labels the last frame drew beside their box, in canvas CSS pixels */
+  lastBeside: [number, number, number, number][] = [];
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -211,9 +216,13 @@ export class GraphPane {
     this.lastLabels = st.labels;
     this.lastLegible = st.legible;
     this.lastItems = { onScreen: st.nodes, labelled: st.itemLabels };
-    // finding badges: on top, at a fixed screen size (badges.ts)
+    this.lastBeside = st.beside;
+    // badges, at a fixed screen size: the diff's status (marks.ts), placed clear of the finding badges, which go on
+    // top (badges.ts)
     const findings = this.marks.findings;
-    this.badges = findings ? drawFindingBadges(ctx, cam, w, h, dpr, p.view, findings, theme) : [];
+    const placed = findings ? placeFindingBadges(cam, w, h, p.view, findings) : [];
+    this.statusBadges = p.status ? drawStatusBadges(ctx, cam, dpr, w, h, p, theme, placed) : [];
+    this.badges = drawFindingBadges(ctx, dpr, placed, theme);
     this.timings.draw = st.ms;
     this.viewport.minimap.frame(cam, w, h);
   }

@@ -8,7 +8,7 @@ import type { ViewGraph } from "../model/view";
 import { FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
 import type { Theme } from "./theme";
-import { drawStatus, drawStatusBadges } from "./marks";
+import { drawStatus } from "./marks";
 import { drawLabels } from "./labels";
 import { KIND_BACKWARD, KIND_CUSTOM, KIND_GROUP, KIND_LEAF, box } from "./shapes";
 
@@ -53,6 +53,8 @@ export interface DrawStats {
   legible: number;
   /** legible labels on drawn items (node and group boxes) */
   itemLabels: number;
+  /** group labels drawn beside their box (labels.ts), [x0, y0, x1, y1] in canvas CSS pixels */
+  beside: [number, number, number, number][];
   ms: number;
 }
 
@@ -221,8 +223,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
 
   // ---- text ----
   const st = drawLabels(ctx, cam, dpr, cssW, cssH, p, vis, visFrames, visibleEdges.concat(hiEdges), th);
-  if (p.status) drawStatusBadges(ctx, cam, dpr, cssW, cssH, p, vis, th);
-  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, labels: st.labels, legible: st.legible, itemLabels: st.items, ms: performance.now() - t0 };
+  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, labels: st.labels, legible: st.legible, itemLabels: st.items, beside: st.beside, ms: performance.now() - t0 };
 }
 
 /** Frames (expanded groups) under everything else: a tinted body, a border and a title bar. Returns the visible ones. */

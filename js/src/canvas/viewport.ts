@@ -4,7 +4,7 @@
  */
 import type { ViewGraph } from "../model/view";
 import { Camera } from "./camera";
-import { edgeMidpoint, frameBounds, readableCamera, viewBounds, type Bounds } from "./geometry";
+import { edgeMidpoint, fitClear, frameBounds, readableCamera, viewBounds, type Bounds } from "./geometry";
 import { Minimap } from "./minimap";
 import type { Paint } from "./render";
 import type { PaneSurface } from "./surface";
@@ -44,7 +44,7 @@ export class PaneViewport {
     const v = this.view();
     const b = v && w ? viewBounds(v) : null;
     if (!b) return;
-    const c = Camera.fitBounds(b, w, h);
+    const c = fitClear(v!, b, w, h);
     this.camera.set(c.s, c.tx, c.ty, "fit");
     this.moved = false;
   }

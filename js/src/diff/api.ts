@@ -5,13 +5,12 @@
 import type { DiffApp } from "./app";
 import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
-import type { CameraState } from "../canvas/camera";
-import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
-import { badgesOf, labelStatsOf, outsideOf, type BadgeInfo, type FindingSummary, type LabelStats } from "../ui/api";
+import { itemRectsOf, labelStatsOf, outsideOf, type FindingSummary, type ItemRect, type LabelStats } from "../ui/api";
+import { panesApi, type PanesApi } from "../ui/panes-api";
 
 export type SideName = "a" | "b";
 
-export interface DiffWidgetApi {
+export interface DiffWidgetApi extends PanesApi<SideName> {
   readonly kind: "diff";
   /** resolves when both panes are drawn */
   ready: Promise<void>;
@@ -30,36 +29,22 @@ export interface DiffWidgetApi {
   showChanges(by: ChangesBy): void;
   /** clicks row k of the Changes table (as currently grouped) */
   pickChange(k: number): Promise<void>;
-  inspectorText(): string;
-  search(query: string): number;
-  highlightedIds(side: SideName): (number | string)[];
   nodeCount(side: SideName): number;
-  graphNodeCount(side: SideName): number;
-  visibleNodeIds(side: SideName): number[];
-  nodeScreenPosition(id: number | string, side: SideName): { x: number; y: number } | null;
-  centre(id: number | string, side: SideName): boolean;
-  camera(side: SideName): CameraState | null;
-  /** the fill colour a node or group is drawn with (one scale for both sides: equal values, equal colours) */
-  nodeColour(id: number | string, side: SideName): string | null;
-  sync(): boolean;
-  setSync(on: boolean): void;
-  colourBy(metric: MetricName): void;
-  colour(): MetricName;
-  legendText(): string;
-  expandAll(): Promise<void>;
-  collapseAll(): Promise<void>;
-  fit(): void;
   /** the advisor's findings of a side, `{rule, severity, nodes, source, resolved}`; resolved: gone in B (A only) */
   findings(side: SideName): (FindingSummary & { resolved: boolean })[];
   /** picks finding i of a side in the Findings tab: outlines its nodes, selects and centres its cause and the
    * cause's counterpart; resolves to the cause's id */
   selectFinding(i: number, side: SideName): Promise<number | null>;
   findingsText(): string;
-  findingBadges(side: SideName): BadgeInfo[];
+  /** a side's status badges drawn in the last frame: `{id, status, label, x, y, w, h}`, the label its symbol (Δ + −)
+   * or a group's count, the centre and size in viewport CSS pixels */
+  statusBadges(side: SideName): { id: number | string; status: string; label: string; x: number; y: number; w: number; h: number }[];
   /** a side's drawn items on screen in the last frame and how many carry a legible label */
   labelStats(side: SideName): LabelStats;
   /** ids of a side's drawn items and open groups not wholly inside its pane */
   outside(side: SideName): (number | string)[];
+  /** a side's drawn nodes and closed groups at least partly on screen, in viewport CSS pixels */
+  itemRects(side: SideName): ItemRect[];
   /** whether the side panel is shown, and where: "side" (beside the panes) or "below" (under them) */
   panel(): "side" | "below" | "hidden";
   readonly timings: Record<string, number | string>;
@@ -73,14 +58,8 @@ function sideOf(s: unknown): Side {
 
 export function attachDiffApi(app: DiffApp): DiffWidgetApi {
   const pane = (s: SideName) => app.panes[sideOf(s)] ?? null;
-  const itemOf = (id: number | string, s: SideName): number => {
-    const k = sideOf(s), v = app.panes[k]?.view;
-    if (!v) return -1;
-    if (typeof id === "string") return v.itemOfCluster.get(id) ?? -1;
-    const i = app.models[k].indexOf.get(id);
-    return i === undefined ? -1 : v.rep[i];
-  };
   const api: DiffWidgetApi = {
+    ...panesApi<SideName>(app, sideOf),
     kind: "diff",
     ready: app.ready,
     idle: async () => { await app.ready; await Promise.all(app.panes.map((p) => p.idle())); await app.pairDone; },
@@ -97,47 +76,7 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
       if (!row) throw new Error(`no Changes row ${k}`);
       await app.pickRow(row);
     },
-    inspectorText: () => {
-      const el = app.root.querySelector<HTMLElement>(".gw-tab-inspector");
-      return el ? (el.hidden ? el.textContent ?? "" : el.innerText) : "";
-    },
-    search: (q) => app.search(q),
-    highlightedIds: (s) => {
-      const k = sideOf(s), v = app.panes[k]?.view, mask = app.matchMask(k);
-      if (!v || !mask) return [];
-      const hit = new Uint8Array(v.items.length);
-      for (let i = 0; i < mask.length; i++) if (mask[i]) hit[v.rep[i]] = 1;
-      const out: (number | string)[] = [];
-      v.items.forEach((it, j) => { if (hit[j]) out.push(it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id); });
-      return out;
-    },
     nodeCount: (s) => pane(s)?.view?.items.length ?? 0,
-    graphNodeCount: (s) => app.models[sideOf(s)]?.n ?? 0,
-    visibleNodeIds: (s) => {
-      const k = sideOf(s);
-      return (app.panes[k]?.view?.items ?? []).filter((it) => it.node >= 0).map((it) => app.models[k].nodes[it.node].id);
-    },
-    nodeScreenPosition: (id, s) => pane(s)?.viewport.itemClientPosition(itemOf(id, s)) ?? null,
-    centre: (id, s) => {
-      const i = itemOf(id, s), p = pane(s);
-      if (i < 0 || !p) return false;
-      p.viewport.centreItem(i);
-      p.drawNow();
-      return true;
-    },
-    camera: (s) => pane(s)?.camera.state ?? null,
-    nodeColour: (id, s) => { const p = pane(s); return p ? p.colours.itemColour(itemOf(id, s), p.surface.theme.dark) : null; },
-    sync: () => app.syncOn,
-    setSync: (on) => app.setSync(!!on, false),
-    colourBy: (m) => {
-      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use ${METRIC_ORDER.join(", ")}`);
-      app.colourBy(m, false);
-    },
-    colour: () => app.metric,
-    legendText: () => app.root.querySelector(".gw-legend")?.textContent ?? "",
-    expandAll: () => app.expandAll(),
-    collapseAll: () => app.collapseAll(),
-    fit: () => { app.fitAll(); app.panes.forEach((p) => p.drawNow()); },
     findings: (s) => {
       const k = sideOf(s);
       const fs = (k === 0 ? app.findings.a : app.findings.b) ?? [];
@@ -149,11 +88,25 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
       return id;
     },
     findingsText: () => app.findingsText(),
-    findingBadges: (s) => badgesOf(pane(s)),
+    statusBadges: (s) => {
+      const k = sideOf(s), p = app.panes[k], v = p?.view;
+      if (!p || !v) return [];
+      const r = p.canvas.getBoundingClientRect();
+      const names: Record<number, string> = { 2: "changed", 3: "added", 4: "removed" };
+      return p.statusBadges.map((b) => {
+        const it = v.items[b.item];
+        return { id: it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id, status: names[b.code] ?? "changed",
+          label: b.label, x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h };
+      });
+    },
     labelStats: (s) => labelStatsOf(pane(s)),
     outside: (s) => {
       const k = sideOf(s), v = app.panes[k]?.view;
       return outsideOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
+    },
+    itemRects: (s) => {
+      const k = sideOf(s), v = app.panes[k]?.view;
+      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
     },
     panel: () => {
       const side = app.root.querySelector<HTMLElement>(".gw-side");

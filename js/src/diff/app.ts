@@ -14,7 +14,7 @@ import type { ChangeRow, DiffDoc } from "../schema/diff";
 import type { TabName } from "../ui/panel";
 import { decodeDiff, diffFindings, normaliseDiff, type DiffFindings } from "./decode";
 import { DiffModel, STATUS_NAMES, statusLine, type Side } from "./model";
-import { renderSummary } from "./summary";
+import { fitSummary, renderSummary } from "./summary";
 import { ChangesTable } from "./changes";
 import { renderPairInspector } from "./inspector";
 import { linkCameras } from "./sync";
@@ -42,6 +42,8 @@ export class DiffApp extends App {
   /** settles when the other side has followed the latest selection */
   pairDone: Promise<void> = Promise.resolve();
   private summaryEl!: HTMLElement;
+  /** a resize of the view folds or unfolds the strip (fitSummary) until the user chooses */
+  private summaryWatch = new ResizeObserver(() => fitSummary(this.summaryEl, this.root.clientHeight));
   private syncBtn!: HTMLButtonElement;
   private focus: Side = 0;
   /** per side: the node a follow-up selection is expected for (not re-propagated, not reported) */
@@ -67,16 +69,24 @@ export class DiffApp extends App {
     attachDiffApi(this);
   }
 
+  override dispose(): void {
+    this.summaryWatch.disconnect();
+    super.dispose();
+  }
+
   /** Decodes the diff bytes (gzip or plain JSON) or takes a parsed document, and draws both sides. */
   override async load(data: unknown): Promise<void> {
     try {
       const t = performance.now();
-      const doc = data && typeof data === "object" && "a" in (data as object) ? normaliseDiff(data) : await decodeDiff(data);
+      const doc = data && typeof data === "object" && "a" in (data as object) ? normaliseDiff(data) : await decodeDiff(data, this.unpacker, this.timings);
       const models: [GraphModel, GraphModel] = [new GraphModel(doc.a), new GraphModel(doc.b)];
       this.doc = doc;
       this.diff = new DiffModel(doc, models);
       this.timings.decode = performance.now() - t;
       this.summaryText = renderSummary(this.summaryEl, doc);
+      // before the panes lay out: a short view folds the numbers, so the panes have their room from the start
+      fitSummary(this.summaryEl, this.root.clientHeight);
+      this.summaryWatch.observe(this.root);
       await this.show([{ doc: doc.a, label: doc.labels[0] }, { doc: doc.b, label: doc.labels[1] }], models, "");
     } catch (err) {
       this.fail(err);

@@ -1,33 +1,24 @@
 /**
- * Decoding the diff document: the same bytes as a graph (gzip or plain UTF-8 JSON, from the `_diff` trait or a
- * base64 <script> block), checked and with absent optional fields filled, so the views never test for undefined.
+ * Decoding the diff document: the same payload as a graph (model/decode.ts: binary, or gzip'd UTF-8 JSON from an
+ * older export; from the `_diff` trait or a base64 <script> block), checked and with absent optional fields filled,
+ * so the views never test for undefined.
  */
-import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
+import { checkFormat, decodeDocument, normaliseGraph, type Unpacker } from "../model/decode";
+import { arr, changedPairs, idPairs, ids, num, obj, str, type Obj } from "../model/read";
 import { normaliseFindings } from "../model/findings";
 import type { Finding } from "../schema/types";
 import { TOTAL_KEYS, type ChangeRow, type DiffDoc, type DiffSummary, type DiffTiming, type DiffTotals, type Equivalence, type RowCosts, type TotalKey } from "../schema/diff";
 
-export async function decodeDiff(value: unknown): Promise<DiffDoc> {
-  let bytes = toBytes(value);
-  if (isGzip(bytes)) bytes = await gunzip(bytes);
-  return normaliseDiff(JSON.parse(new TextDecoder("utf-8").decode(bytes)));
+export async function decodeDiff(value: unknown, unpacker?: Unpacker | null, timings?: { unpack: number }): Promise<DiffDoc> {
+  return normaliseDiff(await decodeDocument(value, unpacker, timings));
 }
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? (v as Obj) : {});
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const ids = (v: unknown): number[] => arr(v).map(Number).filter(Number.isFinite);
 const shape = (v: unknown): number[] | null => (Array.isArray(v) ? v.map(Number) : null);
 
 export function normaliseDiff(raw: unknown): DiffDoc {
   const o = obj(raw);
   if (!raw || typeof raw !== "object") throw new Error("diff JSON must be an object");
-  if (o.format !== undefined && o.format !== "graphwidget-diff") throw new Error(`not a graphwidget diff (format=${String(o.format)})`);
-  if (typeof o.version === "number" && o.version > 1) {
-    throw new Error(`diff format version ${o.version} is newer than this viewer (1); update graphwidget`);
-  }
+  checkFormat(o, "graphwidget-diff", "diff");
   if (!o.a || !o.b) throw new Error("a diff needs both graphs, `a` and `b`");
   const labels = arr(o.labels);
   const changes = obj(o.changes);
@@ -37,8 +28,8 @@ export function normaliseDiff(raw: unknown): DiffDoc {
     labels: [labelOf(labels[0], "A"), labelOf(labels[1], "B")],
     a: normaliseGraph(o.a),
     b: normaliseGraph(o.b),
-    matched: arr(o.matched).map((p) => { const q = arr(p); return [Number(q[0]), Number(q[1])] as [number, number]; }),
-    changed: arr(o.changed).map((p) => { const q = arr(p); return [Number(q[0]), Number(q[1]), arr(q[2]).map(String)] as [number, number, string[]]; }),
+    matched: idPairs(o.matched),
+    changed: changedPairs(o.changed),
     removed: ids(o.removed),
     added: ids(o.added),
     summary: summaryOf(obj(o.summary)),
@@ -113,7 +104,7 @@ function rowOf(v: unknown): ChangeRow {
     key: String(o.key ?? ""),
     added: ids(o.added),
     removed: ids(o.removed),
-    changed: arr(o.changed).map((p) => { const q = arr(p); return [Number(q[0]), Number(q[1])] as [number, number]; }),
+    changed: idPairs(o.changed),
     a: costs(o.a), b: costs(o.b), delta: costs(o.delta),
   };
 }

@@ -28,7 +28,7 @@ const NEUTRAL = new Set<TotalKey>(["nodes", "edges"]);
 
 /** What the one ratio shown for times is (the one the verdict uses): said on hover. */
 const RATIO_TITLE = "B/A: the median over interleaved rounds of B's time divided by A's in the same round, from plain " +
-  "runs without per-node hooks; the brackets are its 95 % bootstrap interval (docs/diff.md).";
+  "runs without per-node hooks; the brackets are its 95 % interval (distribution-free, of the median; docs/diff.md).";
 
 function signed(v: number, format: (v: number) => string): string {
   if (v === 0) return "±0";
@@ -129,10 +129,42 @@ export function renderSummary(el: HTMLElement, doc: DiffDoc): string {
   }
   parts.push(h("div", { class: "gw-sum-cells" }, ...cells));
   if (s.sentence) {
-    // the answer first: the line a reviewer pastes into a pull request
+    // the answer first: the line a reviewer pastes into a pull request; its toggle folds the numbers below it
     lines.unshift(s.sentence);
-    parts.unshift(h("div", { class: `gw-diff-sentence${eq?.equivalent === false ? " gw-bad-text" : ""}`, attrs: { "data-key": "sentence" }, text: s.sentence }));
+    const toggle = h("button", { class: "gw-sum-toggle", attrs: { type: "button", "data-action": "summary", "aria-expanded": "true" },
+      on: { click: () => foldSummary(el, !el.classList.contains("gw-sum-folded"), true) } });
+    parts.unshift(h("div", { class: "gw-sum-head" },
+      h("div", { class: `gw-diff-sentence${eq?.equivalent === false ? " gw-bad-text" : ""}`, attrs: { "data-key": "sentence" }, text: s.sentence }),
+      toggle));
   }
   el.replaceChildren(...parts);
+  foldSummary(el, el.classList.contains("gw-sum-folded"), false);
   return lines.join("\n");
+}
+
+/**
+ * Folds the strip to its sentence (the numbers hidden; a NOT EQUIVALENT banner always stays) or unfolds it. Only a
+ * strip that leads with a sentence folds: the numbers are the answer otherwise. `user`: the toggle was clicked,
+ * and that choice holds (fitSummary leaves it alone).
+ */
+export function foldSummary(el: HTMLElement, folded: boolean, user: boolean): void {
+  const toggle = el.querySelector<HTMLElement>(".gw-sum-toggle");
+  if (!toggle) folded = false;
+  el.classList.toggle("gw-sum-folded", folded);
+  if (user) el.dataset.chosen = "1";
+  if (toggle) {
+    toggle.textContent = folded ? "numbers ▸" : "▾";
+    toggle.title = folded ? "Show the numbers behind the sentence" : "Fold the numbers (the sentence stays)";
+    toggle.setAttribute("aria-expanded", String(!folded));
+  }
+}
+
+/**
+ * Folds the strip when, unfolded, it would take more than `share` of the view's height (a notebook output of
+ * 600 px at 570 px wide: the numbers wrap into rows and the panes keep a third), unless the user chose.
+ */
+export function fitSummary(el: HTMLElement, viewHeight: number, share = 0.25): void {
+  if (el.dataset.chosen || viewHeight <= 0) return;
+  foldSummary(el, false, false);
+  if (el.offsetHeight > share * viewHeight) foldSummary(el, true, false);
 }

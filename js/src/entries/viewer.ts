@@ -10,7 +10,6 @@
 import { App, type AppOptions } from "../ui/app";
 import { DiffApp, type DiffAppOptions } from "../diff/app";
 import { NWayApp, type NWayAppOptions } from "../nway/app";
-import { base64ToBytes } from "../model/decode";
 import { isMetricName } from "../model/colour";
 
 export function mount(el: HTMLElement, data: unknown, opts: AppOptions = {}): App {
@@ -38,7 +37,7 @@ function bootNway(): boolean {
   const data = document.getElementById("gw-nway-data");
   if (!root || !data) return false;
   const colour = data.getAttribute("data-colour");
-  const app = mountNway(root, base64ToBytes(data.textContent ?? ""), { metric: isMetricName(colour) ? colour : null });
+  const app = mountNway(root, { base64: data.textContent ?? "" }, { metric: isMetricName(colour) ? colour : null });
   const host = document.getElementById("gw-nway");
   app.ready.then(() => host?.setAttribute("data-gw-state", "ready"), () => host?.setAttribute("data-gw-state", "error"));
   return true;
@@ -51,7 +50,8 @@ function boot(): void {
   if (!root || !data) return;
   const enc = data.getAttribute("data-encoding") ?? "gzip+base64";
   const text = data.textContent ?? "";
-  const bytes = enc.endsWith("base64") ? base64ToBytes(text) : text;
+  // base64 text is decoded where the payload is unpacked: in the layout worker, off this thread
+  const bytes = enc.endsWith("base64") ? { base64: text } : text;
   // the colour to open with, as Python chose it; no height option: the page sizes #gw-root
   const colour = data.getAttribute("data-colour");
   const opts = { metric: isMetricName(colour) ? colour : null };

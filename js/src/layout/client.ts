@@ -8,7 +8,7 @@ import { computeLayout } from "./index";
 import type { LayoutInput, LayoutResult } from "./types";
 import type { LayoutRequest, LayoutResponse } from "./protocol";
 
-type Pending = { resolve: (r: LayoutResult) => void; reject: (e: Error) => void };
+type Pending = { resolve: (r: never) => void; reject: (e: Error) => void };
 
 export class LayoutClient {
   mode: "worker" | "main-thread" = "worker";
@@ -26,7 +26,9 @@ export class LayoutClient {
         const p = this.pending.get(msg.id);
         if (!p) return;
         this.pending.delete(msg.id);
-        if (msg.kind === "result") p.resolve(msg.result);
+        if (msg.kind === "result") p.resolve(msg.result as never);
+        else if (msg.kind === "unpacked") p.resolve(msg.value as never);
+        else if (msg.kind === "refused") p.reject(new RefusedError(msg.error));
         else p.reject(new Error(`layout failed: ${msg.error}`));
       };
       this.worker.onerror = (ev) => {
@@ -52,6 +54,25 @@ export class LayoutClient {
     });
   }
 
+  /**
+   * Unpacks a graph payload in the worker (inflating and reading a big graph would otherwise hold the page), or
+   * with `here` on this thread when there is no worker. A payload the worker refuses rejects with its reason.
+   */
+  unpack<T>(data: unknown, here: (data: unknown) => Promise<T>): Promise<T> {
+    if (!this.worker) return here(data);
+    const id = ++this.seq;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (r: never) => void, reject });
+      // a copy: the caller's bytes (a widget model's) stay usable
+      const req: LayoutRequest = { kind: "unpack", id, data };
+      this.worker!.postMessage(req);
+    }).catch((err: Error) => {
+      if (err instanceof RefusedError) throw new Error(err.message);
+      if (this.worker) throw err;
+      return here(data);
+    });
+  }
+
   /** Worker refused (CSP) or crashed: retry everything still pending on the main thread. */
   private fallBack(): void {
     this.dispose();
@@ -67,6 +88,9 @@ export class LayoutClient {
     this.url = null;
   }
 }
+
+/** The worker could read the payload and says why it cannot be shown. */
+class RefusedError extends Error {}
 
 function runHere(input: LayoutInput): Promise<LayoutResult> {
   return new Promise((resolve, reject) =>

@@ -52,6 +52,16 @@ export interface LayoutResult {
 
 /** The zoom the first view aims at: 12 px node labels are 9 px on screen, the smallest that reads comfortably. */
 export const LEGIBLE_SCALE = 0.75;
+/** The border a fitted drawing leaves free on screen (px), on each side. */
+export const FIT_PAD = 24;
+/** The pane's zoom buttons (style.css .gw-zoom: 8 px in from the top right, 28 px wide, four buttons down to 124 px):
+ * the corner, from the right edge and down from the top, that a fitted drawing keeps clear of. */
+export const CONTROLS_W = 44;
+export const CONTROLS_H = 132;
+/** The part of a pane of width `w` and height `h` a fitted drawing fills. */
+export function fitRoom(w: number, h: number): { w: number; h: number } {
+  return { w: w - 2 * FIT_PAD, h: h - 2 * FIT_PAD };
+}
 
 export const NODE_SEP = 24;
 export const RANK_SEP = 44;

@@ -8,15 +8,13 @@
  * down into the next column, so it never crosses a node. Ports (where edges enter or leave a frame) stay on the
  * frame's top and bottom: an entering edge drops into its column from above, a leaving one from below its column.
  */
-import { LEGIBLE_SCALE, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
+import { fitRoom, LEGIBLE_SCALE, RANK_SEP, type LayoutInput, type LayoutResult } from "./types";
 import { layeredLayout } from "./layered";
 
 /** Space between columns: the edges from one column to the next run in it. */
 export const GUTTER = 56;
 const MARGIN = RANK_SEP / 2;
 const MAX_COLUMNS = 12;
-/** the pane's border that fitting leaves free (Camera.fitBounds' padding, both sides) */
-const FIT_PAD = 48;
 
 export interface PaneSize { w: number; h: number; }
 
@@ -49,7 +47,7 @@ export function wrapColumns(res: LayoutResult, w: ArrayLike<number>, h: ArrayLik
   if (rows.length < 4) return null;
   const Y0 = rows[0].top, Y1 = rows[rows.length - 1].bottom;
   const W0 = X1 - X0, H0 = Y1 - Y0;
-  const TW = Math.max(pane.w - FIT_PAD, 100), TH = Math.max(pane.h - FIT_PAD, 100);
+  const room = fitRoom(pane.w, pane.h), TW = Math.max(room.w, 100), TH = Math.max(room.h, 100);
   if (H0 * LEGIBLE_SCALE <= TH || H0 / Math.max(W0, 1) <= TH / TW) return null;
   const s1 = Math.min(TW / W0, TH / H0);
   const rowOfY = (y: number): number => {
@@ -113,7 +111,7 @@ export function foldWidth(res: LayoutResult, w: ArrayLike<number>, h: ArrayLike<
     Y0 = Math.min(Y0, res.y[i] - h[i] / 2); Y1 = Math.max(Y1, res.y[i] + h[i] / 2);
   }
   if (n < 4) return null;
-  const TW = Math.max(pane.w - FIT_PAD, 100), TH = Math.max(pane.h - FIT_PAD, 100);
+  const room = fitRoom(pane.w, pane.h), TW = Math.max(room.w, 100), TH = Math.max(room.h, 100);
   const W0 = X1 - X0, H0 = Math.max(Y1 - Y0, 1);
   if (W0 * LEGIBLE_SCALE <= TW || W0 / H0 <= TW / TH) return null;
   return TW / LEGIBLE_SCALE;

@@ -1,5 +1,19 @@
 /** The graph document indexed for the views: dense node indices, CSR adjacency, a topological order. */
 import type { GraphDoc, GraphEdge, GraphNode } from "../schema/types";
+import { columnsOf, type GraphColumns } from "./columnar";
+
+/** id → node index (all the views ask of it). */
+export interface IdIndex {
+  get(id: number): number | undefined;
+}
+
+/** The ids are 0..n-1 in order (what Python writes): an id is its own index, and no map is built. */
+class DenseIds implements IdIndex {
+  constructor(private readonly n: number) {}
+  get(id: number): number | undefined {
+    return Number.isInteger(id) && id >= 0 && id < this.n ? id : undefined;
+  }
+}
 
 /**
  * The document with dense indices: node i is doc.nodes[i]; edges whose ends are unknown ids are dropped.
@@ -10,7 +24,7 @@ export class GraphModel {
   readonly n: number;
   readonly nodes: GraphNode[];
   /** index → id is nodes[i].id; id → index: */
-  readonly indexOf: Map<number, number>;
+  readonly indexOf: IdIndex;
   /** kept edges (doc.edges entries), and their end indices */
   readonly edges: GraphEdge[];
   readonly eSrc: Int32Array;
@@ -26,25 +40,59 @@ export class GraphModel {
     this.doc = doc;
     this.nodes = doc.nodes;
     this.n = doc.nodes.length;
-    this.indexOf = new Map();
-    doc.nodes.forEach((nd, i) => this.indexOf.set(nd.id, i));
-    const kept: GraphEdge[] = [];
-    const src: number[] = [];
-    const dst: number[] = [];
-    for (const e of doc.edges) {
-      const s = this.indexOf.get(e.source);
-      const t = this.indexOf.get(e.target);
-      if (s === undefined || t === undefined || s === t) continue;
-      kept.push(e);
-      src.push(s);
-      dst.push(t);
+    const cols = columnsOf(doc);
+    if (cols) [this.indexOf, this.edges, this.eSrc, this.eDst] = this.fromColumns(cols);
+    else {
+      this.indexOf = indexIds(this.n, (i) => doc.nodes[i].id);
+      const kept: GraphEdge[] = [];
+      const src: number[] = [];
+      const dst: number[] = [];
+      for (const e of doc.edges) {
+        const s = this.indexOf.get(e.source);
+        const t = this.indexOf.get(e.target);
+        if (s === undefined || t === undefined || s === t) continue;
+        kept.push(e);
+        src.push(s);
+        dst.push(t);
+      }
+      this.edges = kept;
+      this.eSrc = Int32Array.from(src);
+      this.eDst = Int32Array.from(dst);
     }
-    this.edges = kept;
-    this.eSrc = Int32Array.from(src);
-    this.eDst = Int32Array.from(dst);
     [this.succOff, this.succ] = distinctCsr(this.n, this.eSrc, this.eDst);
     [this.predOff, this.pred] = distinctCsr(this.n, this.eDst, this.eSrc);
     this.topo = topoPositions(this.n, this.predOff, this.pred, this.succOff);
+  }
+
+  /**
+   * The same from a columnar document's typed arrays, without reading a row object. With dense ids and every edge
+   * kept (what Python writes), the edge ends are the document's own arrays, not copies.
+   */
+  private fromColumns(c: GraphColumns): [IdIndex, GraphEdge[], Int32Array, Int32Array] {
+    const n = this.n, ids = c.ids;
+    const index = indexIds(n, (i) => ids[i]);
+    const m = c.source.length;
+    if (index instanceof DenseIds && c.source instanceof Int32Array && c.target instanceof Int32Array) {
+      let ok = true;
+      for (let k = 0; k < m && ok; k++) {
+        const a = c.source[k], b = c.target[k];
+        ok = a >= 0 && b >= 0 && a < n && b < n && a !== b;
+      }
+      if (ok) return [index, this.doc.edges, c.source, c.target];
+    }
+    const src = new Int32Array(m), dst = new Int32Array(m);
+    const keep = new Uint8Array(m);
+    let w = 0;
+    for (let k = 0; k < m; k++) {
+      const s = index.get(c.source[k]), t = index.get(c.target[k]);
+      if (s === undefined || t === undefined || s === t) continue;
+      keep[k] = 1;
+      src[w] = s;
+      dst[w++] = t;
+    }
+    const all = this.doc.edges;
+    const edges = w === m ? all : all.filter((_, k) => keep[k] === 1);
+    return [index, edges, w === m ? src : src.slice(0, w), w === m ? dst : dst.slice(0, w)];
   }
 
   succsOf(i: number): Int32Array {
@@ -59,6 +107,16 @@ export class GraphModel {
   inDegree(i: number): number {
     return this.predOff[i + 1] - this.predOff[i];
   }
+}
+
+/** id → index for ids read by `idAt`: arithmetic when they are 0..n-1 in order, else a Map (a repeated id: the last). */
+function indexIds(n: number, idAt: (i: number) => number): IdIndex {
+  let dense = true;
+  for (let i = 0; i < n && dense; i++) dense = idAt(i) === i;
+  if (dense) return new DenseIds(n);
+  const map = new Map<number, number>();
+  for (let i = 0; i < n; i++) map.set(idAt(i), i);
+  return map;
 }
 
 /** CSR adjacency from→to with duplicate pairs removed. */

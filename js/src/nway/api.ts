@@ -4,13 +4,11 @@
  * docs/viewer.md.
  */
 import type { NWayApp } from "./app";
-import type { CameraState } from "../canvas/camera";
-import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
-import { badgesOf, type BadgeInfo } from "../ui/api";
+import { panesApi, type PanesApi } from "../ui/panes-api";
 
 export type PaneRef = number | string;
 
-export interface NWayWidgetApi {
+export interface NWayWidgetApi extends PanesApi<PaneRef> {
   readonly kind: "nway";
   /** resolves when every pane is drawn */
   ready: Promise<void>;
@@ -33,24 +31,6 @@ export interface NWayWidgetApi {
   /** node id of a pane in every pane, through the reference (null where none; a fused node's region) */
   counterparts(id: number, pane: PaneRef): (number | null)[];
   status(id: number, pane: PaneRef): string | null;
-  inspectorText(): string;
-  search(query: string): number;
-  graphNodeCount(pane: PaneRef): number;
-  visibleNodeIds(pane: PaneRef): number[];
-  highlightedIds(pane: PaneRef): (number | string)[];
-  nodeScreenPosition(id: number | string, pane: PaneRef): { x: number; y: number } | null;
-  centre(id: number | string, pane: PaneRef): boolean;
-  camera(pane: PaneRef): CameraState | null;
-  nodeColour(id: number | string, pane: PaneRef): string | null;
-  sync(): boolean;
-  setSync(on: boolean): void;
-  colourBy(metric: MetricName): void;
-  colour(): MetricName;
-  legendText(): string;
-  expandAll(): Promise<void>;
-  collapseAll(): Promise<void>;
-  fit(): void;
-  findingBadges(pane: PaneRef): BadgeInfo[];
   readonly timings: Record<string, number | string>;
 }
 
@@ -65,15 +45,9 @@ export function attachNWayApi(app: NWayApp): NWayWidgetApi {
     return k;
   };
   const pane = (p: PaneRef) => app.panes[paneOf(p)] ?? null;
-  const itemOf = (id: number | string, p: PaneRef): number => {
-    const k = paneOf(p), v = app.panes[k]?.view;
-    if (!v) return -1;
-    if (typeof id === "string") return v.itemOfCluster.get(id) ?? -1;
-    const i = app.models[k].indexOf.get(id);
-    return i === undefined ? -1 : v.rep[i];
-  };
   const title = (p: PaneRef) => pane(p)?.el.querySelector<HTMLElement>(".gw-pane-title") ?? null;
   const api: NWayWidgetApi = {
+    ...panesApi<PaneRef>(app, paneOf),
     kind: "nway",
     ready: app.ready,
     idle: async () => { await app.ready; await Promise.all(app.panes.map((p) => p.idle())); await app.followDone; },
@@ -94,47 +68,6 @@ export function attachNWayApi(app: NWayApp): NWayWidgetApi {
       return m.counterparts(k, i).map((c, j) => m.idOf(j, c.node));
     },
     status: (id, p) => app.statusOf(paneOf(p), id),
-    inspectorText: () => {
-      const el = app.root.querySelector<HTMLElement>(".gw-tab-inspector");
-      return el ? (el.hidden ? el.textContent ?? "" : el.innerText) : "";
-    },
-    search: (q) => app.search(q),
-    graphNodeCount: (p) => app.models[paneOf(p)]?.n ?? 0,
-    visibleNodeIds: (p) => {
-      const k = paneOf(p);
-      return (app.panes[k]?.view?.items ?? []).filter((it) => it.node >= 0).map((it) => app.models[k].nodes[it.node].id);
-    },
-    highlightedIds: (p) => {
-      const k = paneOf(p), v = app.panes[k]?.view, mask = app.matchMask(k);
-      if (!v || !mask) return [];
-      const hit = new Uint8Array(v.items.length);
-      for (let i = 0; i < mask.length; i++) if (mask[i]) hit[v.rep[i]] = 1;
-      const out: (number | string)[] = [];
-      v.items.forEach((it, j) => { if (hit[j]) out.push(it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id); });
-      return out;
-    },
-    nodeScreenPosition: (id, p) => pane(p)?.viewport.itemClientPosition(itemOf(id, p)) ?? null,
-    centre: (id, p) => {
-      const i = itemOf(id, p), q = pane(p);
-      if (i < 0 || !q) return false;
-      q.viewport.centreItem(i);
-      q.drawNow();
-      return true;
-    },
-    camera: (p) => { const c = pane(p)?.camera; return c ? { s: c.s, tx: c.tx, ty: c.ty } : null; },
-    nodeColour: (id, p) => pane(p)?.colours.itemColour(itemOf(id, p)) ?? null,
-    sync: () => app.syncOn,
-    setSync: (on) => app.setSync(!!on, false),
-    colourBy: (m) => {
-      if (!isMetricName(m)) throw new Error(`unknown colour metric ${JSON.stringify(m)}; use ${METRIC_ORDER.join(", ")}`);
-      app.colourBy(m, false);
-    },
-    colour: () => app.metric,
-    legendText: () => app.root.querySelector(".gw-legend")?.textContent ?? "",
-    expandAll: () => app.expandAll(),
-    collapseAll: () => app.collapseAll(),
-    fit: () => { app.fitAll(); app.panes.forEach((p) => p.drawNow()); },
-    findingBadges: (p) => badgesOf(pane(p)),
     get timings() {
       const ps = app.panes;
       return { decode: app.timings.decode, total: app.timings.total, layout: Math.max(0, ...ps.map((p) => p.timings.layout)),

@@ -107,7 +107,7 @@ export class NWayApp extends App {
   override async load(data: unknown): Promise<void> {
     try {
       const t = performance.now();
-      const doc = await decodeNway(data);
+      const doc = await decodeNway(data, this.unpacker, this.timings);
       const models = doc.graphs.map((g) => new GraphModel(g));
       this.doc = doc;
       this.nway = new NWayModel(doc, models);

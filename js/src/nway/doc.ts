@@ -4,7 +4,9 @@
  * sentence and, for the ranks of one job, the per-rank record. Decoded from the same bytes as a graph (gzip or
  * plain UTF-8 JSON) and checked, with absent optional fields filled, so the views never test for undefined.
  */
-import { gunzip, isGzip, normaliseGraph, toBytes } from "../model/decode";
+import { checkFormat, decodeDocument, normaliseGraph, type Unpacker } from "../model/decode";
+import { isBase64Data } from "../model/packed";
+import { arr, changedPairs, idPairs, ids, num, obj, str, type Obj } from "../model/read";
 import type { GraphDoc } from "../schema/types";
 
 /** A compiled region of one side (docs/nway.md §2): its node there and the reference nodes it covers. */
@@ -88,29 +90,18 @@ export interface NWayDoc {
   ranks: RanksRecord | null;
 }
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? (v as Obj) : {});
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const ids = (v: unknown): number[] => arr(v).map(Number).filter(Number.isFinite);
 const msList = (v: unknown): (number | null)[] => arr(v).map(num);
 const msByRank = (v: unknown): Record<string, (number | null)[]> =>
   Object.fromEntries(Object.entries(obj(v)).map(([k, x]) => [k, msList(x)]));
 
-export async function decodeNway(value: unknown): Promise<NWayDoc> {
-  if (value && typeof value === "object" && !ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer)) return normaliseNway(value);
-  let bytes = toBytes(value);
-  if (isGzip(bytes)) bytes = await gunzip(bytes);
-  return normaliseNway(JSON.parse(new TextDecoder("utf-8").decode(bytes)));
+export async function decodeNway(value: unknown, unpacker?: Unpacker | null, timings?: { unpack: number }): Promise<NWayDoc> {
+  if (value && typeof value === "object" && !ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer) && !isBase64Data(value)) return normaliseNway(value);
+  return normaliseNway(await decodeDocument(value, unpacker, timings));
 }
 
 export function normaliseNway(raw: unknown): NWayDoc {
   const o = obj(raw);
-  if (o.format !== "graphwidget-nway") throw new Error(`not a graphwidget N-way document (format=${String(o.format)})`);
-  if (typeof o.version === "number" && o.version > 1) {
-    throw new Error(`N-way format version ${o.version} is newer than this viewer (1); update graphwidget`);
-  }
+  checkFormat(o, "graphwidget-nway", "N-way document", true);
   const graphs = arr(o.graphs).map((g) => normaliseGraph(g));
   if (graphs.length < 2) throw new Error("an N-way document needs at least two graphs");
   const labels = graphs.map((_, k) => str(arr(o.labels)[k]) ?? `graph ${k}`);
@@ -121,8 +112,8 @@ export function normaliseNway(raw: unknown): NWayDoc {
     if (!Number.isInteger(side) || side < 1 || side >= graphs.length) throw new Error(`pair for a side that does not exist (${String(q.side)})`);
     pairs.push({
       side,
-      matched: arr(q.matched).map((m) => { const x = arr(m); return [Number(x[0]), Number(x[1])] as [number, number]; }),
-      changed: arr(q.changed).map((m) => { const x = arr(m); return [Number(x[0]), Number(x[1]), arr(x[2]).map(String)] as [number, number, string[]]; }),
+      matched: idPairs(q.matched),
+      changed: changedPairs(q.changed),
       removed: ids(q.removed),
       added: ids(q.added),
       regions: arr(q.regions).map((r) => {

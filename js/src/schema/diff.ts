@@ -20,8 +20,8 @@ export const TOTAL_KEYS = ["nodes", "edges", "saved_bytes", "grad_bytes", "forwa
 export type TotalKey = (typeof TOTAL_KEYS)[number];
 
 /**
- * The speed verdict B / A with its bootstrap interval: of the whole step (plain, uninstrumented runs; `clock` names
- * the clock), or of the backward in documents written before the verdicts had phases (`clock` null).
+ * The speed verdict B / A with its 95 % interval (distribution-free, of the median per-round ratio): of the whole
+ * step (plain, uninstrumented runs; `clock` names the clock), or of the backward in documents written before the verdicts had phases (`clock` null).
  */
 export interface DiffTiming {
   ratio: number | null;

@@ -24,11 +24,15 @@ export interface LabelStats {
   legible: number;
   /** the zoom: world units to screen pixels */
   scale: number;
+  /** group labels drawn beside their box (zoomed out, where it has no room for them), in viewport CSS pixels */
+  beside: { left: number; top: number; right: number; bottom: number }[];
 }
 
 export function labelStatsOf(pane: GraphPane | null | undefined): LabelStats {
-  if (!pane) return { items: 0, labelled: 0, labels: 0, legible: 0, scale: 0 };
-  return { items: pane.lastItems.onScreen, labelled: pane.lastItems.labelled, labels: pane.labelCount, legible: pane.legibleCount, scale: pane.camera.s };
+  if (!pane) return { items: 0, labelled: 0, labels: 0, legible: 0, scale: 0, beside: [] };
+  const r = pane.canvas.getBoundingClientRect();
+  return { items: pane.lastItems.onScreen, labelled: pane.lastItems.labelled, labels: pane.labelCount, legible: pane.legibleCount, scale: pane.camera.s,
+    beside: pane.lastBeside.map(([x0, y0, x1, y1]) => ({ left: r.left + x0, top: r.top + y0, right: r.left + x1, bottom: r.top + y1 })) };
 }
 
 /** The drawn items, open groups' frames and edges of a pane that are not wholly inside it (ids; groups by their id). */
@@ -55,6 +59,22 @@ export function outsideOf(pane: GraphPane | null | undefined, idOf: (item: numbe
 }
 
 /** The badges a pane drew in its last frame, in viewport (client) CSS pixels. */
+/** A pane's drawn nodes and closed groups at least partly on screen, in viewport CSS pixels. */
+export function itemRectsOf(pane: GraphPane | null | undefined, idOf: (item: number) => number | string): ItemRect[] {
+  const v = pane?.view;
+  if (!pane || !v) return [];
+  const r = pane.canvas.getBoundingClientRect();
+  const out: ItemRect[] = [];
+  v.items.forEach((it, k) => {
+    const q = pane.viewport.clientRect([it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2]);
+    if (q.right < r.left || q.left > r.right || q.bottom < r.top || q.top > r.bottom) return;
+    out.push({ id: idOf(k), ...q });
+  });
+  return out;
+}
+
+export interface ItemRect { id: number | string; left: number; top: number; right: number; bottom: number; }
+
 export function badgesOf(pane: GraphPane | null | undefined): BadgeInfo[] {
   if (!pane || !pane.view) return [];
   const r = pane.canvas.getBoundingClientRect();
@@ -75,6 +95,8 @@ export interface GraphWidgetApi {
   edgeCount(): number;
   graphNodeCount(): number;
   graphEdgeCount(): number;
+  /** the node's record as the view reads it (every field, absent optional ones null), or null for an unknown id */
+  record(id: number): Record<string, unknown> | null;
   visibleNodeIds(): number[];
   /** the closed groups drawn: kind module, repeat (a fold of identical modules), chain, fanin or range; label is
    * the box's first line ("h.0–11 · GPT2Block ×12"), cls the module class when the graph names it */
@@ -113,7 +135,7 @@ export interface GraphWidgetApi {
    * title, "attn · CausalSelfAttention · 43 ops") */
   frames(): { id: string; kind: string; label: string; size: number; rect: { left: number; top: number; right: number; bottom: number } }[];
   /** the drawn items (nodes and closed groups) at least partly on screen, as viewport CSS pixel rectangles */
-  itemRects(): { id: number | string; left: number; top: number; right: number; bottom: number }[];
+  itemRects(): ItemRect[];
   /** the advisor's findings carried by the graph, in their order: `{rule, severity, nodes, source}` ([] if none) */
   findings(): FindingSummary[];
   /** picks finding i in the Findings tab: outlines its nodes, opens their groups, selects and centres its first
@@ -150,6 +172,11 @@ export function attachApi(app: App): GraphWidgetApi {
     edgeCount: () => view()?.edges.length ?? 0,
     graphNodeCount: () => app.model?.n ?? 0,
     graphEdgeCount: () => app.model?.edges.length ?? 0,
+    record: (id) => {
+      const i = app.model?.indexOf.get(id);
+      // a columnar row gives its record through toJSON (model/columnar.ts); a record is one already
+      return i === undefined ? null : (JSON.parse(JSON.stringify(app.model!.nodes[i])) as Record<string, unknown>);
+    },
     visibleNodeIds: () => (view()?.items ?? []).filter((it) => it.node >= 0).map((it) => app.model!.nodes[it.node].id),
     groups: () => (view()?.items ?? []).filter((it) => it.cluster).map((it) => ({ id: it.cluster!.id, kind: it.cluster!.kind, label: it.label, size: it.cluster!.size,
       cls: it.cluster!.cls, count: it.cluster!.repeat?.count ?? null })),
@@ -199,18 +226,7 @@ export function attachApi(app: App): GraphWidgetApi {
     panelShown: () => !app.root.querySelector<HTMLElement>(".gw-side")?.hidden,
     frames: () => (view()?.frames ?? []).map((f) => ({ id: f.cluster.id, kind: f.cluster.kind, label: f.title, size: f.cluster.size,
       rect: app.pane!.viewport.clientRect([f.x - f.w / 2, f.y - f.h / 2, f.x + f.w / 2, f.y + f.h / 2]) })),
-    itemRects: () => {
-      const p = app.pane, v = view();
-      if (!p || !v) return [];
-      const r = p.canvas.getBoundingClientRect();
-      const out: { id: number | string; left: number; top: number; right: number; bottom: number }[] = [];
-      for (const it of v.items) {
-        const q = p.viewport.clientRect([it.x - it.w / 2, it.y - it.h / 2, it.x + it.w / 2, it.y + it.h / 2]);
-        if (q.right < r.left || q.left > r.right || q.bottom < r.top || q.top > r.bottom) continue;
-        out.push({ id: it.cluster ? it.cluster.id : app.model!.nodes[it.node].id, ...q });
-      }
-      return out;
-    },
+    itemRects: () => itemRectsOf(app.pane, (k) => { const it = view()!.items[k]; return it.cluster ? it.cluster.id : app.model!.nodes[it.node].id; }),
     fit: () => { app.pane?.viewport.fit(); app.pane?.drawNow(); },
     findings: () => (app.model?.doc.findings ?? []).map((f) => ({ rule: f.rule, severity: f.severity, nodes: [...f.nodes], source: f.source })),
     selectFinding: (i) => app.selectFinding(i, 0),
@@ -218,7 +234,7 @@ export function attachApi(app: App): GraphWidgetApi {
     findingBadges: () => badgesOf(app.pane),
     get timings() {
       const p = app.pane?.timings;
-      return { decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };
+      return { unpack: app.timings.unpack, decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };
     },
     get error() { return app.error; },
   };

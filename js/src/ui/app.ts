@@ -43,7 +43,8 @@ export type State = "loading" | "layout" | "ready" | "error";
 export class App {
   readonly root: HTMLElement;
   readonly ready: Promise<void>;
-  readonly timings = { decode: 0, total: 0 };
+  /** ms: unpacking the payload (in the worker, usually), the whole decode (unpacking included), load to drawn */
+  readonly timings = { unpack: 0, decode: 0, total: 0 };
   models: GraphModel[] = [];
   hiers: Hierarchy[] = [];
   panes: GraphPane[] = [];
@@ -153,11 +154,16 @@ export class App {
   get hier(): Hierarchy | null { return this.hiers[0] ?? null; }
   get pane(): GraphPane | null { return this.panes[0] ?? null; }
 
-  /** Decodes the graph bytes (gzip or plain JSON) or takes a parsed document, and draws it. */
+  /** The worker that unpacks the payload (the first pane's layout worker, started with the view), if any. */
+  protected get unpacker(): LayoutClient | null {
+    return this.workers[0] ?? null;
+  }
+
+  /** Decodes the graph payload (bytes or `{ base64 }`: model/decode.ts) or takes a parsed document, and draws it. */
   async load(data: unknown): Promise<void> {
     try {
       const t = performance.now();
-      const doc: GraphDoc = data && typeof data === "object" && "nodes" in (data as object) ? (data as GraphDoc) : await decodeGraph(data);
+      const doc: GraphDoc = data && typeof data === "object" && "nodes" in (data as object) ? (data as GraphDoc) : await decodeGraph(data, this.unpacker, this.timings);
       const model = new GraphModel(doc);
       this.timings.decode = performance.now() - t;
       await this.show([{ doc, label: null }], [model], doc.meta.title ?? "");

@@ -29,7 +29,7 @@ export interface FindingSection {
 
 const SHARE_OF: Record<string, string> = {
   backward_ms: "of backward time", grad_bytes: "of gradient bytes", nodes: "of nodes", saved_bytes: "of saved bytes",
-  op_ms: "of the op's time", step_ms: "of the step",
+  op_ms: "of the op's time", step_ms: "of the step", peak_bytes: "of the memory peak",
 };
 
 const pct = (x: number) => `${(x * 100).toFixed(x >= 0.1 ? 0 : 1)}%`;
@@ -43,6 +43,7 @@ export function evidenceChips(f: Finding): [string, string, string][] {
   if (isNum(ev.grad_bytes)) out.push(["gradients", formatBytes(ev.grad_bytes), `grad_bytes = ${formatCount(ev.grad_bytes)}`]);
   if (isNum(ev.waste_bytes)) out.push(["avoidable", `~${formatBytes(ev.waste_bytes)}`, `waste_bytes = ${formatCount(ev.waste_bytes)}`]);
   if (isNum(ev.bwd_ms)) out.push(["backward", formatMs(ev.bwd_ms), `bwd_ms = ${ev.bwd_ms}`]);
+  if (isNum(ev.recompute_ms)) out.push(["recompute", formatMs(ev.recompute_ms), `recompute_ms = ${ev.recompute_ms}`]);
   if (isNum(ev.share_of_backward)) out.push(["share", `${pct(ev.share_of_backward)} of backward`, `share_of_backward = ${ev.share_of_backward}`]);
   else if (isNum(ev.share)) {
     const of = typeof ev.share_of === "string" ? SHARE_OF[ev.share_of] ?? `of ${ev.share_of}` : "";

@@ -54,7 +54,8 @@ export class TopTable {
     const { nodes } = this.model;
     const k = this.key;
     const idx = Array.from({ length: nodes.length }, (_, i) => i);
-    const val = (i: number) => nodes[i][k];
+    const vals = nodes.map((n) => n[k]); // read once: a columnar node's field is a getter (model/columnar.ts)
+    const val = (i: number) => vals[i];
     const dir = this.desc ? -1 : 1;
     idx.sort((a, b) => {
       const va = val(a), vb = val(b);

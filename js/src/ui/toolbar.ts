@@ -31,9 +31,9 @@ export class Toolbar {
     this.colourSelect = h("select", { class: "gw-colour", attrs: { "aria-label": "Colour nodes by" } });
     this.groupButtons = h("span", { class: "gw-groupbtns" },
       h("button", { title: "Open every group", attrs: { type: "button", "data-action": "expand-all" }, on: { click: () => act.expandAll() } },
-        h("span", { class: "gw-long", text: "Expand all" }), h("span", { class: "gw-short", text: "Expand" })),
+        h("span", { class: "gw-long", text: "Expand all" }), h("span", { class: "gw-short", text: "Expand" }), h("span", { class: "gw-icon", text: "⊞" })),
       h("button", { title: "Close every group", attrs: { type: "button", "data-action": "collapse-all" }, on: { click: () => act.collapseAll() } },
-        h("span", { class: "gw-long", text: "Collapse all" }), h("span", { class: "gw-short", text: "Collapse" })));
+        h("span", { class: "gw-long", text: "Collapse all" }), h("span", { class: "gw-short", text: "Collapse" }), h("span", { class: "gw-icon", text: "⊟" })));
     this.status = h("span", { class: "gw-status" });
     this.extra = h("span", { class: "gw-extra-controls" });
     const panelBtn = h("button", { class: "gw-paneltoggle", text: "Panel", attrs: { type: "button", "aria-pressed": "true" } });
@@ -44,7 +44,8 @@ export class Toolbar {
       h("span", { class: "gw-searchbox" }, this.searchInput, this.searchCount),
       h("label", { class: "gw-colourbox" }, h("span", { class: "gw-colourlabel", text: "Colour" }), this.colourSelect),
       this.groupButtons,
-      h("button", { text: "Fit", attrs: { type: "button", "data-action": "fit" }, on: { click: () => act.fit() } }),
+      h("button", { class: "gw-fitbtn", text: "Fit", title: "Show the whole drawing (also ⤢ beside the graph, the f key, a double-click)",
+        attrs: { type: "button", "data-action": "fit" }, on: { click: () => act.fit() } }),
       panelBtn,
       this.extra,
       this.status);

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Tuple
 
 from .._util.gc import gc_paused
 from ..model._digraph import dag_depth, node_dicts
@@ -30,41 +30,56 @@ def summarise(graph: "GradGraph") -> Dict[str, Any]:
         return _summarise(graph)
 
 
+_FIELDS = ("op", "grad_bytes", "kind", "tensor", "saved")
+
+
+def _grouped(graph: "GradGraph") -> Iterable[Tuple[Tuple[Any, ...], int]]:
+    """The :data:`_FIELDS` of the nodes, as ``(values, how many nodes have them)``: each node once from the networkx
+    graph, or each distinct combination once with its count from the columns of a graph read from a file (no
+    networkx graph built)."""
+    held = graph.held
+    if held is None:
+        return (((d["op"], d.get("grad_bytes"), d.get("kind"), d.get("tensor"), d.get("saved")), 1)
+                for d in node_dicts(graph.nx).values())
+    coded = [held.coded(k) for k in _FIELDS]
+    tables = [values for _, values in coded]
+    counts = Counter(zip(*[codes for codes, _ in coded]))
+    return ((tuple(t[c] for t, c in zip(tables, key)), k) for key, k in counts.items())
+
+
 def _summarise(graph: "GradGraph") -> Dict[str, Any]:
-    g = graph.nx
+    held = graph.held
     ops: Counter = Counter()
     leaves = custom = freed = packed = stale = 0
     logical = grad = 0
     storages: Dict[Any, int] = {}
     leaf_storages = set()
-    for d in node_dicts(g).values():
-        ops[d["op"]] += 1
-        grad += d.get("grad_bytes") or 0
-        kind = d.get("kind")
+    for (op, grad_bytes, kind, tensor, saved), k in _grouped(graph):
+        ops[op] += k
+        grad += (grad_bytes or 0) * k
         if kind == "leaf":
-            leaves += 1
-            t = d.get("tensor")
-            if t and t.get("storage") is not None:
-                leaf_storages.add(t["storage"])
+            leaves += k
+            if tensor and tensor.get("storage") is not None:
+                leaf_storages.add(tensor["storage"])
         elif kind == "custom":
-            custom += 1
-        for s in d.get("saved") or ():
+            custom += k
+        for s in saved or ():
             if s.get("freed"):
-                freed += 1
+                freed += k
                 continue
             if s.get("packed"):
-                packed += 1
+                packed += k
                 continue
             if s.get("stale"):
-                stale += 1  # still held (the graph keeps it), so it counts in the bytes too
-            logical += s.get("bytes") or 0
+                stale += k  # still held (the graph keeps it), so it counts in the bytes too
+            logical += (s.get("bytes") or 0) * k
             key = s.get("storage")
             storages[("anon", id(s)) if key is None else key] = s.get("storage_bytes") or 0
     parameter = sum(b for k, b in storages.items() if k in leaf_storages)
     total = sum(storages.values())
     out: Dict[str, Any] = {
-        "nodes": g.number_of_nodes(),
-        "edges": g.number_of_edges(),
+        "nodes": held.n if held is not None else graph.nx.number_of_nodes(),
+        "edges": held.m if held is not None else graph.nx.number_of_edges(),
         "roots": len(graph.meta.get("roots") or ()),
         "leaves": leaves,
         "custom": custom,
@@ -76,7 +91,7 @@ def _summarise(graph: "GradGraph") -> Dict[str, Any]:
         "saved_parameter_bytes": parameter,
         "saved_bytes_logical": logical,
         "grad_bytes": grad,
-        "depth": dag_depth(g),
+        "depth": held.depth() if held is not None else dag_depth(graph.nx),
         "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
     timing = graph.meta.get("timing")

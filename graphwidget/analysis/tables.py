@@ -14,6 +14,8 @@ from ..model.graph import GradGraph
 ENGINE = "(autograd engine)"  # the group row that holds unattributed backward time
 _GROUPS = {"op": "op", "module": "module", "source": "source"}
 _BY = ("total", "bwd_ms", "fwd_ms", "saved_bytes")
+#: The node fields the tables read (a graph read from a file gives just these, without building networkx's graph).
+_KEYS = ("op", "kind", "fwd_ms", "bwd_ms", "saved_bytes", "source", "code", "module", "tensor")
 
 
 class TimingTable(TextTable):
@@ -45,11 +47,11 @@ def metric_value(d: Dict[str, Any], by: str) -> float:
     return float(d.get(by) or 0)
 
 
-def _denominator(graph: GradGraph, by: str) -> Optional[float]:
+def _denominator(graph: GradGraph, nodes: List[Tuple[int, Dict[str, Any]]], by: str) -> Optional[float]:
     """What a row's share is a share of: the measured forward/backward wall times (engine time included)."""
     t = graph.meta.get("timing") or {}
     if by == "saved_bytes":
-        return float(sum(d.get("saved_bytes") or 0 for _, d in graph.nx.nodes(data=True))) or None
+        return float(sum(d.get("saved_bytes") or 0 for _, d in nodes)) or None
     parts = {"fwd_ms": ("forward_ms",), "bwd_ms": ("backward_ms",), "total": ("forward_ms", "backward_ms")}[by]
     return sum(t.get(p) or 0.0 for p in parts) or None
 
@@ -89,8 +91,8 @@ def timing_table(graph: GradGraph, top: Optional[int] = 20, by: str = "total", g
     if by != "saved_bytes" and not timing:
         raise ValueError("timing_table: this graph has no timings. Make it with gw.profile(fn, *args) (or sort by "
                          "saved memory with by='saved_bytes').")
-    denom = _denominator(graph, by)
-    nodes = [(n, d) for n, d in graph.nx.nodes(data=True)]
+    nodes = list(graph.node_items(_KEYS))
+    denom = _denominator(graph, nodes, by)
     rows: List[Dict[str, Any]] = []
     if group is None:
         cols: Tuple[str, ...] = ("id", "op", "fwd_ms", "bwd_ms", "total_ms", "share", "saved_bytes", "source",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import schema
 from .schema import SchemaError, _show, _where
@@ -103,29 +103,92 @@ def decode_column(col: Any, n: int, at: str) -> "Column":
     raise SchemaError(_form_text(at, n, col))
 
 
-def _ints(col: Any, n: int, at: str) -> List[Any]:
-    """The values of an id column (ids, an edge's ends) per row, whatever its form (checked by the caller)."""
+def _ints(col: Any, n: int, at: str) -> Tuple[List[Any], bool]:
+    """The values of an id column (ids, an edge's ends) per row, whatever its form, and whether they are all plain
+    integers (decided on the deltas or the table, not row by row; the bounds are the caller's to check)."""
     values, table, index = decode_column(col, n, at)
-    if values is not None:
-        return values
+    if values is not None:  # a delta column's deltas were checked to be integers
+        return values, isinstance(col, dict) or set(map(type, values)) <= {int}
     assert table is not None
-    return [table[0]] * n if index is None else list(map(table.__getitem__, index))
+    ints = set(map(type, table)) <= {int}
+    return ([table[0]] * n if index is None else list(map(table.__getitem__, index))), ints
+
+
+def _ints_within(values: Iterable[Any], low: int) -> bool:
+    """All plain integers (no true/false) from ``low`` to 2**53 - 1 (an empty list: true)."""
+    nums = values if isinstance(values, list) else list(values)
+    return set(map(type, nums)) <= {int} and (not nums or (min(nums) >= low and max(nums) <= schema.MAX_SAFE_INT))
+
+
+def _all_ok(values: Sequence[Any], ok: Callable[[Any], bool]) -> bool:
+    """Every value null or accepted by ``ok``, decided in bulk (type sets and bounds over the whole column, records
+    field by field) where ``ok`` is one of the schema's known checks, value by value otherwise. Never true where one
+    value alone would be refused: a quick "no" only sends the caller to the value-by-value search for the culprit."""
+    types = set(map(type, values))
+    nulls = _NONE in types
+    types.discard(_NONE)
+    if not types:
+        return True
+    if ok is schema._is_str:
+        return types == {str}
+    if ok is schema._is_bool:
+        return types == {bool}
+    if ok is schema._nonneg_int or ok is schema._is_int:
+        # the bounds over the non-zero values (filter(None, ...) drops the nulls, and 0 is within bounds)
+        return types == {int} and _ints_within(filter(None, values) if nulls else values,
+                                               0 if ok is schema._nonneg_int else -schema.MAX_SAFE_INT)
+    given = [v for v in values if v is not None] if nulls else values
+    if ok is schema._dims:
+        return types == {list} and _ints_within(itertools.chain.from_iterable(given), 0)
+    records = _RECORDS.get(ok)
+    if records is not None:
+        spec, many, nullable, depth = records
+        if many:  # a list of records per value
+            if types != {list}:
+                return False
+            given = list(itertools.chain.from_iterable(given))
+            kinds = set(map(type, given))
+            if _NONE in kinds:
+                if not nullable:
+                    return False
+                kinds.discard(_NONE)
+                given = [r for r in given if r is not None]
+            if not kinds:
+                return True
+            types = kinds
+        return types == {dict} and _records_ok(given, spec, depth)
+    return all(map(ok, given))
+
+
+def _records_ok(records: List[Dict[str, Any]], spec: schema._Spec, depth: int) -> bool:
+    """Every record (a dict) follows ``spec`` (:func:`graphwidget.model.schema._fault` finds nothing), checked key by
+    key over all the records at once."""
+    keys = dict.fromkeys(itertools.chain.from_iterable(records))
+    for key in keys:
+        values = list(map(operator.methodcaller("get", key), records))
+        check = spec.get(key)
+        if check is None:
+            if not all(schema._plain(v, depth + 1) for v in values if v is not None):
+                return False
+        elif not _all_ok(values, check[0]):
+            return False
+    return True
+
+
+#: Node and edge checks whose values are records: the record spec, whether a value is a list of them, whether that
+#: list may hold nulls, and the depth the records sit at (what schema._fault is given).
+_RECORDS: Dict[Callable[[Any], bool], Tuple[schema._Spec, bool, bool, int]] = {
+    schema._NODE["tensor"][0]: (schema._LEAF, False, False, 1),
+    schema._NODE["outputs"][0]: (schema._OUTPUT, True, True, 2),
+    schema._NODE["saved"][0]: (schema._SAVED, True, False, 2),
+    schema._EDGE["also"][0]: (schema._CONNECTION, True, False, 2),
+}
 
 
 def _first_bad(values: Sequence[Any], ok: Callable[[Any], bool]) -> Optional[int]:
-    """The first position whose value is neither null nor accepted by ``ok``, or None: by type sets and bounds where
-    the check is a known one, value by value otherwise."""
-    types = set(map(type, values))
-    fast = None
-    if ok is schema._is_str:
-        fast = types <= {str, _NONE}
-    elif ok in (schema._nonneg_int, schema._is_int) and types <= {int, _NONE}:
-        nums = [v for v in values if v is not None] if _NONE in types else values
-        low = 0 if ok is schema._nonneg_int else -schema.MAX_SAFE_INT
-        fast = not nums or (min(nums) >= low and max(nums) <= schema.MAX_SAFE_INT)
-    elif types <= {_NONE}:
-        fast = True
-    if fast:
+    """The first position whose value is neither null nor accepted by ``ok``, or None (checked in bulk first:
+    :func:`_all_ok`)."""
+    if _all_ok(values, ok):
         return None
     return next((k for k, v in enumerate(values) if v is not None and not ok(v)), None)
 
@@ -194,8 +257,8 @@ def decode(doc: Dict[str, Any]) -> Decoded:
     edges, m = _block(doc, "edges")
     if "id" not in nodes:
         raise SchemaError("nodes.id is missing: every node has an id (a column of non-negative integers).")
-    ids = _ints(nodes["id"], n, "nodes.id")
-    if n and (set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) > schema.MAX_SAFE_INT):
+    ids, ints = _ints(nodes["id"], n, "nodes.id")
+    if n and (not ints or min(ids) < 0 or max(ids) > schema.MAX_SAFE_INT):
         k = next(k for k, x in enumerate(ids) if not schema._nonneg_int(x))
         raise SchemaError(f"nodes[{k}]: \"id\" must be a non-negative integer (at most 2**53 - 1, the largest the "
                           f"viewer holds exactly); got {_show(ids[k])}.")
@@ -236,19 +299,22 @@ def decode(doc: Dict[str, Any]) -> Decoded:
     for key in ("source", "target"):
         if key not in edges:
             raise SchemaError(f"edges.{key} is missing: every edge has a source and a target (columns of node ids).")
-    src = _ints(edges["source"], m, "edges.source")
-    tgt = _ints(edges["target"], m, "edges.target")
-    ends = src + tgt
-    if m and (set(map(type, ends)) != {int} or min(ends) < 0 or max(ends) > schema.MAX_SAFE_INT):
+    src, src_ints = _ints(edges["source"], m, "edges.source")
+    tgt, tgt_ints = _ints(edges["target"], m, "edges.target")
+    low = high = 0
+    if m and src_ints and tgt_ints:
+        low, high = min(min(src), min(tgt)), max(max(src), max(tgt))
+    if m and (not (src_ints and tgt_ints) or low < 0 or high > schema.MAX_SAFE_INT):
         k = next(k for k in range(m) if not (schema._nonneg_int(src[k]) and schema._nonneg_int(tgt[k])))
         raise SchemaError(f"edges[{k}]: \"source\" and \"target\" must be node ids (non-negative integers); got "
                           f"{_show(src[k])}, {_show(tgt[k])}.")
     idset: Any = range(n) if dense else set(ids)
-    if m and (not (max(ends) < n) if dense else not idset.issuperset(ends)):
+    if m and (not (high < n) if dense else not (idset.issuperset(src) and idset.issuperset(tgt))):
         k = next(k for k in range(m) if src[k] not in idset or tgt[k] not in idset)
         missing = src[k] if src[k] not in idset else tgt[k]
         raise SchemaError(f"edges[{k}] ({src[k]} -> {tgt[k]}) names node {missing}, which is not in \"nodes\".")
-    if any(map(operator.eq, src, tgt)):
+    one_way = all(map(operator.lt, src, tgt)) or all(map(operator.gt, src, tgt))  # no self-loop, no cycle
+    if not one_way and any(map(operator.eq, src, tgt)):
         k = next(k for k in range(m) if src[k] == tgt[k])
         raise SchemaError(f"edges[{k}] is a self-loop on node {src[k]}; an autograd graph has none.")
     ecols: Dict[str, Column] = {}
@@ -266,20 +332,20 @@ def decode(doc: Dict[str, Any]) -> Decoded:
         _check_column(values, table, index, m, ok2, etext, at)
         ecols[key] = (values, table, index)
     meta = doc.get("meta") or {}
-    for r in meta.get("roots") or ():
-        if r not in idset:
-            raise SchemaError(f"meta.roots names node {r}, which is not in \"nodes\".")
-    _acyclic(ids, src, tgt, dense)
+    roots = meta.get("roots") or []  # ids (check_envelope checked their types)
+    if roots and (not (max(roots) < n) if dense else not idset.issuperset(roots)):
+        r = next(r for r in roots if r not in idset)
+        raise SchemaError(f"meta.roots names node {r}, which is not in \"nodes\".")
+    if not one_way:
+        _acyclic(ids, src, tgt, dense)
     if doc.get("findings") is not None:
         schema.validate_findings(doc["findings"], idset)
     return ids, cols, src, tgt, ecols, sorted(unknown)
 
 
 def _acyclic(ids: List[int], src: List[int], tgt: List[int], dense: bool) -> None:
-    """Refuse a cycle, naming nodes on it. Every edge pointing the same way along the ids proves there is none (the
-    writer's common case); otherwise Kahn's algorithm over row positions."""
-    if all(map(operator.lt, src, tgt)) or all(map(operator.gt, src, tgt)):
-        return
+    """Refuse a cycle, naming nodes on it: Kahn's algorithm over row positions (the caller has seen that the edges do
+    not all point the same way along the ids, which would prove there is none: the writer's common case)."""
     n = len(ids)
     if dense:
         su, tv = src, tgt

@@ -2,12 +2,15 @@
 reads; its JSON form is :mod:`graphwidget.model.io` (schema: ``docs/schema.md``). Torch-free."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import networkx as nx
 
 from . import writer
 from ._digraph import build_digraph, digraph_from_adjacency, node_dicts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .held import HeldColumns
 
 
 def _torch_version() -> Optional[str]:
@@ -37,15 +40,51 @@ class GradGraph:
     edges ``(u, v)`` follow forward data flow (``u`` appears in ``v.next_functions``). ``meta`` holds graph-wide
     facts (roots, torch version, whether source/timings are present). ``output`` is what the traced function
     returned (``None`` for :func:`capture`). ``findings`` holds the advisor's findings once computed.
+
+    A graph read from a file (:func:`graphwidget.load_json`) holds its columns until ``nx`` is first used
+    (:mod:`graphwidget.model.held`); ``len``, :meth:`summary` and the timing tables read the columns.
     """
 
-    def __init__(self, graph: nx.DiGraph, meta: Dict[str, Any], output: Any = None) -> None:
-        self.nx = graph
+    def __init__(self, graph: Optional[nx.DiGraph], meta: Dict[str, Any], output: Any = None,
+                 held: Optional["HeldColumns"] = None) -> None:
+        if graph is None and held is None:
+            raise TypeError("GradGraph needs a networkx graph (or the held columns of a file).")
+        self._nx = graph
+        self._held = None if graph is not None else held
         self.meta = meta
         self.output = output
         self.findings: Optional[List[Dict[str, Any]]] = None
         self._abs_seq: Optional[Dict[int, int]] = {}
         self._abs_seq_raw: Optional[bytes] = None  # the compiled core's form: uint64 per node id, max = none
+
+    @property
+    def nx(self) -> nx.DiGraph:
+        """The graph as a ``networkx.DiGraph`` (built from the file's columns on first use after
+        :func:`graphwidget.load_json`)."""
+        g = self._nx
+        if g is None:
+            assert self._held is not None
+            g = self._nx = self._held.build()
+            self._held = None
+        return g
+
+    @nx.setter
+    def nx(self, graph: nx.DiGraph) -> None:
+        self._nx, self._held = graph, None
+
+    @property
+    def held(self) -> Optional["HeldColumns"]:
+        """The file's columns while ``nx`` has not been built yet (else ``None``): for passes that read a few
+        fields of every node without building the graph."""
+        return self._held
+
+    def node_items(self, keys: Sequence[str]) -> Iterable[Tuple[int, Dict[str, Any]]]:
+        """``(id, attrs)`` of every node in the graph's order: the live networkx dicts once ``nx`` is built, else dicts of just
+        ``keys`` made from the columns (without building the graph). Read-only."""
+        held = self._held
+        if held is None:
+            return node_dicts(self.nx).items()
+        return zip(held.ids, held.rows(keys))
 
     @property
     def abs_seq(self) -> Dict[int, int]:
@@ -86,7 +125,8 @@ class GradGraph:
 
     # -- queries ------------------------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return self.nx.number_of_nodes()
+        held = self._held
+        return held.n if held is not None else self.nx.number_of_nodes()
 
     def __repr__(self) -> str:
         return f"<GradGraph{self.headline()}>"

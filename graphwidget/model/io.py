@@ -1,24 +1,23 @@
 """Reading the JSON form of a graph (``docs/schema.md``): parsing, validating, building the :class:`GradGraph`.
 
-Writing lives in :mod:`.writer` (re-exported here). With the compiled core registered there, reading big graphs also
-untracks the parsed records from the cyclic GC; without it, the same graph is read, only slower.
+Writing lives in :mod:`.writer` (re-exported here). A version 2 document is validated and kept as its columns; the
+networkx graph is built on first use (:mod:`.held`). With the compiled core registered in :mod:`.writer`, building big
+graphs also untracks their records from the cyclic GC; without it, the same graph is read, only slower.
 """
 from __future__ import annotations
 
-import collections
 import gzip
-import itertools
 import json
-import operator
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from .._util.gc import gc_paused
 from . import columns, schema
-from ._digraph import adjacency, build_digraph, digraph_from_columns
+from ._digraph import adjacency, build_digraph
 from .graph import GradGraph
+from .held import HeldColumns
 from .writer import register_accelerator, to_dict, to_json
 from .writer import registered_core as _core
 
@@ -174,9 +173,10 @@ def load_json(text: Any) -> GradGraph:
 
 
 def graph_from_parsed(data: Any, who: str = "graphwidget.load_json") -> GradGraph:
-    """:func:`from_dict`, then the parsed records are untracked from the cyclic GC (plain data, no cycles)."""
+    """:func:`from_dict`, then the parsed records of a version 1 document are untracked from the cyclic GC (plain
+    data, no cycles; a version 2 graph does this when it builds its networkx graph)."""
     g = from_dict(data, who)
-    mod = _core()
+    mod = _core() if g.held is None else None
     if mod is not None:  # spare the collector its pass over every node's many small containers
         for part in adjacency(g.nx):
             mod.untrack_tree(part)
@@ -220,8 +220,8 @@ def _dropped(who: str, keys: List[str]) -> None:
                   UserWarning, stacklevel=4)
 
 
-def _graph(g: Any, meta: Dict[str, Any], data: Dict[str, Any]) -> GradGraph:
-    graph = GradGraph(g, meta)
+def _graph(g: Any, meta: Dict[str, Any], data: Dict[str, Any], held: Any = None) -> GradGraph:
+    graph = GradGraph(g, meta, held=held)
     findings = data.get("findings")
     if isinstance(findings, list):
         graph.findings = findings
@@ -229,32 +229,10 @@ def _graph(g: Any, meta: Dict[str, Any], data: Dict[str, Any]) -> GradGraph:
 
 
 def _from_columns(data: Dict[str, Any], who: str) -> GradGraph:
-    """Version 2: validate and decode the columns, then build every node's and edge's attribute dict from them in
-    bulk (:func:`_rows`) and the networkx graph from those in one call (:func:`digraph_from_columns`)."""
+    """Version 2: validate and decode the columns and hold them (:class:`~.held.HeldColumns`); the networkx graph
+    is built from them in bulk on first use of ``GradGraph.nx``."""
     ids, cols, src, tgt, ecols, extra = columns.decode(data)
     if extra:
         _dropped(who, extra)
     meta = dict(data.get("meta") or {})
-    n, m = len(ids), len(src)
-    node_attrs = _rows(schema.node_keys(meta), cols, n)
-    edge_attrs = _rows(schema.EDGE_KEYS, ecols, m)
-    return _graph(digraph_from_columns(ids, node_attrs, src, tgt, edge_attrs), meta, data)
-
-
-def _rows(keys: Tuple[str, ...], cols: Dict[str, columns.Column], n: int) -> List[Dict[str, Any]]:
-    """One dict per row, ``{key: column[row]}`` in ``keys`` order: a template holding the constant columns (an absent
-    column is null) copied per row, then each varying column stored into every row, all by the interpreter's own
-    loops (no Python frame per row)."""
-    template: Dict[str, Any] = {}
-    varying: List[Tuple[str, Iterable[Any]]] = []
-    for k in keys:
-        values, table, index = cols.get(k, (None, [None], None))
-        template[k] = table[0] if values is None and index is None and table else None
-        if values is not None:
-            varying.append((k, values))
-        elif index is not None and table is not None:
-            varying.append((k, map(table.__getitem__, index)))
-    rows = list(map(dict.copy, itertools.repeat(template, n)))
-    for k, it in varying:
-        collections.deque(map(operator.setitem, rows, itertools.repeat(k), it), maxlen=0)
-    return rows
+    return _graph(None, meta, data, HeldColumns(ids, cols, src, tgt, ecols, schema.node_keys(meta)))

@@ -130,6 +130,11 @@ def _nonneg_int(v: Any) -> bool:
     return type(v) is int and 0 <= v <= MAX_SAFE_INT
 
 
+def _id_list(v: Any) -> bool:
+    """A list of node ids (non-negative integers), checked in bulk: a graph may have 100k's of roots."""
+    return isinstance(v, list) and set(map(type, v)) <= {int} and (not v or (min(v) >= 0 and max(v) <= MAX_SAFE_INT))
+
+
 def _is_num(v: Any) -> bool:
     """A number JSON (and the viewer) holds as a finite double: no NaN or infinity, no integer past ~1.8e308."""
     if isinstance(v, float):
@@ -416,7 +421,7 @@ def _int_list(v: Any) -> bool:
 _MEMORY: _Spec = {
     "device": _STR, "allocator": _STR, "allocator_peak_source": _STR,
     "forward_points": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
-    "nodes": (lambda v: isinstance(v, list) and all(_nonneg_int(x) for x in v), "a list of node ids"),
+    "nodes": (_id_list, "a list of node ids"),
     "allocated": (_int_list, "a list of integers (bytes) or null"),
     "allocated_max": (_int_list, "a list of integers (bytes) or null"),
     "allocator_peak": (_is_int, "an integer (bytes)"), "baseline": (_is_int, "an integer (bytes)"),
@@ -427,7 +432,7 @@ _MEMORY: _Spec = {
 }
 _META: _Spec = {
     "torch": (_is_str, "a string such as \"2.13.0\""), "title": _STR,
-    "roots": (lambda v: isinstance(v, list) and all(_nonneg_int(r) for r in v), "a list of node ids"),
+    "roots": (_id_list, "a list of node ids"),
     "traced": _BOOL, "timed": _BOOL,
     "timing": (lambda v: isinstance(v, dict) and _fault(v, _TIMING, 1) is None, "an object (docs/timing.md)"),
     "modules": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str) for k, c in v.items()),

@@ -2,8 +2,10 @@
 
 Run: .venv/bin/python tests/bench/bench_diff.py [--quick] [--sizes 10000 100000] [--kinds chain transformer random] [--repeat 3]
 (``--quick``: the 10k pairs only; a million nodes: ``--sizes 100000 300000 1000000 --kinds chain random --repeat 1``.)
-Targets (issue 9): two 10k-node graphs diff in <= 1 s, two 100k-node graphs in <= 10 s; a million nodes end to end:
-the time grows near-linearly (300k <= 4.5x 100k) and two 1M-node random DAGs diff in <= 20 s.
+Targets (issue 9): two 10k-node graphs diff in <= 1 s, two 100k-node graphs in <= 10 s; a million nodes end to end
+(issue 20): the time grows near-linearly (300k <= 4.5x 100k) and two 1M-node random DAGs diff in <= 20 s, with at
+most 1 pair in 10k that differs from the recipe's own pairing. The verdicts (ok/MISS) read the CPU time: on a shared
+machine the wall time follows the load.
 
 Graphs (all real autograd graphs captured with gw.capture, except the random DAG, which is built in schema form):
 * ``chain``: gw.examples.tiny_chain-style element-wise chain; B has one op inserted at 1/3, one op replaced at 2/3.
@@ -210,10 +212,12 @@ def main() -> None:
             js = timed(d.to_json, 1)[0]
             how = Counter(d._phases.values())
             if name == "random":
-                how["WRONG PAIRS"] = sum(a.node(x)["code"] != b.node(y)["code"] for x, y in d.matched)
+                wrong = sum(a.node(x)["code"] != b.node(y)["code"] for x, y in d.matched)
+                how[f"WRONG PAIRS (<= 1 in 10k: {'ok' if wrong * 10_000 <= len(a) else 'MISS'})"] = wrong
             desc = (f"{len(d.matched)} matched ({len(d.changed)} changed), -{len(d.removed)} +{len(d.added)}; "
                     + ", ".join(f"{k} {v}" for k, v in sorted(how.items())))
-            ok = "" if target is None else "ok" if secs <= target else "SLOW"
+            # on a shared machine the wall time follows the load; the verdict reads the CPU time (the diff's own cost)
+            ok = "" if target is None else "ok" if cpu <= target else "MISS"
             goal = "" if target is None else f"{target:.0f}"
             print(f"{LABELS[name]:<12}{load:>6.1f}{len(a):>9}{len(b):>9}{secs:>9.3f}{cpu:>8.3f}{goal:>4} {ok:<4}"
                   f"{flo:>8.3f}{fcpu:>7.3f}{secs / flo:>8.1f}{cpu / fcpu:>6.1f}{rss:>8}{grew:>7}{js:>11.3f}  {desc}",
@@ -222,8 +226,11 @@ def main() -> None:
             del a, b, d
     for name, rows in times.items():  # near-linear: time and its ratio to the floor as the graphs grow
         for (n0, s0, c0, f0, x0), (n1, s1, c1, f1, x1) in zip(rows, rows[1:]):
+            goal = ""
+            if n1 == 3 * n0:  # issue 20: the 300k pair within 4.5x the 100k pair (verdict on the CPU time)
+                goal = f"; target <= 4.5x: {'ok' if c1 / c0 <= 4.5 else 'MISS'}"
             print(f"{LABELS[name]}: {n1 / n0:.1f}x the nodes, {s1 / s0:.1f}x the time ({c1 / c0:.1f}x the CPU time), "
-                  f"xfloor {f0:.1f} -> {f1:.1f} (CPU {x0:.1f} -> {x1:.1f})")
+                  f"xfloor {f0:.1f} -> {f1:.1f} (CPU {x0:.1f} -> {x1:.1f}){goal}")
     print(f"load average after: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 

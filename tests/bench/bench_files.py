@@ -6,9 +6,13 @@ Graph: the random DAG of tests/bench/bench_diff.py (``random_pair``'s first grap
 previous 8, leaves, shapes, a unique code line per node).
 Columns: ``B/node`` the uncompressed JSON text per node (``gz B/node``: ``GradGraph.save`` to ``.json.gz``);
 ``to_json s``; ``json.loads s`` of that same text (the floor: parsing alone, with the GC paused as ``load_json``
-runs it); ``load_json s`` (parse, validate, build the networkx graph) and ``ratio`` = load_json / json.loads.
-Medians of ``--repeat`` runs (1M nodes: one run). Targets (issue 20): version 2 at most 150 B/node; load_json at most 2x json.loads
-at 1M nodes. The machine's load average is printed before and after: compare within one run (ratios), not across runs.
+runs it); ``load_json s`` (parse and validate; a version 2 graph keeps its columns and builds networkx on first use of
+``g.nx``, a version 1 graph builds it at once) and ``ratio`` = load_json / json.loads; ``summary s``: ``summary()`` of
+the graph just loaded (from the columns for version 2: ``nx`` says whether the networkx graph got built); ``nx s``:
+building it (version 2). CPU seconds (on a shared machine the wall time follows the load), medians of ``--repeat``
+runs (1M nodes: one run). Targets (issue 20): version 2 at most 150 B/node; load_json at most 2x json.loads at 1M nodes;
+summary() without a networkx graph. The machine's load average is printed before and after: compare within one run
+(ratios), not across runs.
 """
 from __future__ import annotations
 
@@ -32,15 +36,15 @@ from graphwidget._util.gc import gc_paused  # noqa: E402
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, Any]:
-    """Median wall seconds of ``repeat`` runs (the result of the last), collecting garbage between runs."""
+    """Median CPU seconds of ``repeat`` runs (the result of the last), collecting garbage between runs."""
     walls: List[float] = []
     out = None
     for _ in range(repeat):
         out = None
         gc.collect()
-        t = time.perf_counter()
+        t = time.process_time()
         out = fn()
-        walls.append(time.perf_counter() - t)
+        walls.append(time.process_time() - t)
     walls.sort()
     return walls[len(walls) // 2], out
 
@@ -67,7 +71,14 @@ def row(g: Any, label: str, version: int, repeat: int) -> str:
     p, _ = timed(lambda: parse_only(text), repeat)
     ld, back = timed(lambda: gw.load_json(text), repeat)
     assert len(back) == len(g)
-    return f"| {len(g):,} | {label} | {size:.1f} | {gzs} | {w:.3f} | {p:.3f} | {ld:.3f} | x{ld / p:.2f} |"
+    sm, _ = timed(back.summary, 1)
+    lazy = "not built" if back.held is not None else "built"
+    nx_s, _ = timed(lambda: back.nx, 1)
+    assert back.to_json(version=version) == text  # the round trip is exact
+    size_goal = "" if version != 2 else f" {'ok' if size <= 150 else 'MISS'} (<= 150)"
+    load_goal = "" if version != 2 or len(g) < 1_000_000 else f" {'ok' if ld / p <= 2 else 'MISS'} (<= 2x)"
+    return (f"| {len(g):,} | {label} | {size:.1f}{size_goal} | {gzs} | {w:.3f} | {p:.3f} | {ld:.3f} | "
+            f"x{ld / p:.2f}{load_goal} | {sm:.3f} ({lazy}) | {nx_s if version == 2 else 0:.3f} |")
 
 
 def main() -> None:
@@ -79,12 +90,13 @@ def main() -> None:
     if args.sizes is None:
         args.sizes = [100_000] if args.quick else [100_000, 1_000_000]
     print(f"load average before: {load_average()} ({os.cpu_count()} cores)\n")
-    print("| nodes | format | B/node | gz B/node | to_json s | json.loads s | load_json s | ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| nodes | format | B/node | gz B/node | to_json s | json.loads s | load_json s | ratio | summary s (nx) | "
+          "nx s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         g, _ = random_pair(n)
         repeat = args.repeat if n <= 100_000 else max(1, args.repeat - 2)
-        for label, version in (("v1 (before)", 1), ("v2 (after)", 2)):
+        for label, version in (("v1 (records)", 1), ("v2 (columns)", 2)):
             print(row(g, label, version, repeat), flush=True)
             gc.collect()
         g = None

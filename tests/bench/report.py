@@ -41,12 +41,14 @@ class Bench(NamedTuple):
 
 BENCHES: List[Bench] = [
     Bench("capture", "bench_capture.py", "Capture: `gw.capture`, `to_json`, `load_json`", ("--quick",), (),
-          "A chain of tiny ops captured on a fresh graph each time, against the bare depth-first walk over "
-          "`next_functions` measured in the same run (the ratio is the number to read; absolute times follow the "
-          "machine). `capture` is what users get (the compiled core when it is built and enabled, else pure "
+          "A chain of tiny ops and a wide random DAG (without and with saved tensors) captured on a fresh graph each "
+          "time, against the bare depth-first walk over `next_functions` with the GC paused (as capture runs), "
+          "measured in the same run: the ratio of CPU times is the number to read (absolute and wall times follow "
+          "the machine). `capture` is what users get (the compiled core when it is built and enabled, else pure "
           "Python); `python` forces the pure-Python engine. Fan-in: one `torch.cat` of k leaves, which must grow "
-          "linearly in k. Targets: capture at most 3x the bare walk at 100k nodes (full mode: a 1M-node chain "
-          "under 6 s)."),
+          "linearly in k. Targets: the compiled core at most 3x the bare walk from 100k nodes on; pure Python at "
+          "most 6x at 1M nodes (full mode with `--python-1m`); `--pipeline 1000000`: capture, save, export and diff "
+          "of two 1M-node DAGs within 8 GB of resident memory."),
     Bench("timing", "bench_timing.py", "Timing: `gw.profile` and `torch.profiler`", ("--quick",), (),
           "1: what one more profiled repeat costs against a plain forward+backward (targets: conv net at most "
           "x1.1, 10k-node chain at most x2), and where the chain's repeat goes; 2: the per-node table end to end "
@@ -71,9 +73,9 @@ BENCHES: List[Bench] = [
           (),
           "The random DAG of `bench_diff.py` written by the version 1 writer (records, the compiled core's when "
           "built) and by version 2 (columns), in the same run: bytes per node (and gzip), `to_json`, `json.loads` "
-          "of the same text (the floor) and `load_json` (parse, validate, build the networkx graph) with its ratio "
-          "to the floor. Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes "
-          "(full mode)."),
+          "of the same text (the floor) and `load_json` (parse and validate; version 2 builds the networkx graph "
+          "on first use) with its ratio to the floor, `summary()` of the loaded graph and building networkx. "
+          "Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes (full mode)."),
     Bench("advisor", "bench_advisor.py", "Advisor: `advise()` on big graphs", ("--quick",), (),
           "Four traced programs (a tiny-op chain, one big loop, the seed's repeat pattern many times over, a "
           "stack of transformer layers), each advised as traced and again after `load_json`: best of 3 "

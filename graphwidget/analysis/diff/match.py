@@ -1,8 +1,9 @@
 """Which node of graph A is which node of graph B: GumTree's phases adapted to autograd DAGs (``docs/diff.md``).
 
-1. **Anchors** — the roots (one each: paired whatever they are; several: same op and shapes, in order); leaves with
-   leaves of the same name (``compare`` names inputs by argument position or keyword, parameters by their module
-   path), else unnamed leaves of the same shape and dtype in order when both graphs have as many of them.
+1. **Anchors** — the roots (one each: paired whatever they are; several: same op and shapes, in order, but only
+   among those phases 2 and 3 leave unmatched); leaves with leaves of the same name (``compare`` names inputs by
+   argument position or keyword, parameters by their module path), else unnamed leaves of the same shape and dtype
+   in order when both graphs have as many of them.
 2. **Identical sub-DAGs** — a structural hash of what flows *in* (op, output shapes, the hashes of the inputs in slot
    order, a leaf's name), computed from the leaves up; pairs whose hash is unique in both graphs are matched, largest
    sub-DAG first, and each match spreads to its inputs (identical by construction, even where not unique).
@@ -333,23 +334,32 @@ def _free(matched: List[int], among: Optional[List[int]] = None) -> List[int]:
 
 # -- 1. anchors ---------------------------------------------------------------------------------------------------
 def _anchor_roots(m: Matching) -> None:
-    """One root each: they are the outputs, paired whatever they are. Several: pair those of the same op and output
-    shapes, in order, where both graphs have as many of that kind (the rest is left to the hashes)."""
+    """One root each: they are the outputs, paired whatever they are. Several are left to the hashes first
+    (:func:`_roots_in_order` pairs what the other phases leave)."""
     A, B = m.A, m.B
-    if len(A.roots) == 1 and len(B.roots) == 1:
-        pairs = [(A.roots[0], B.roots[0])]
-    else:
-        groups: Dict[Any, Tuple[List[int], List[int]]] = {}
-        for r in A.roots:
+    if len(A.roots) == 1 and len(B.roots) == 1 and m.ab[A.roots[0]] < 0 and m.ba[B.roots[0]] < 0:
+        m.add(A.roots[0], B.roots[0], "anchor")
+
+
+def _roots_in_order(m: Matching) -> None:
+    """Several roots: pair the unmatched ones of the same op and output shapes, in order, where both graphs have as
+    many of that kind unmatched. Only once the structure has paired what it can: among thousands of roots (every
+    node nothing consumes), one root of a kind removed here and another added there would shift every pair after
+    them."""
+    A, B, ab, ba = m.A, m.B, m.ab, m.ba
+    groups: Dict[Any, Tuple[List[int], List[int]]] = {}
+    for r in A.roots:
+        if ab[r] < 0:
             groups.setdefault((A.op[r], A.shape[r]), ([], []))[0].append(r)
-        for r in B.roots:
+    for r in B.roots:
+        if ba[r] < 0:
             g = groups.get((B.op[r], B.shape[r]))
             if g is not None:
                 g[1].append(r)
-        pairs = [p for ra, rb in groups.values() if len(ra) == len(rb) for p in zip(ra, rb)]
-    for a, b in pairs:
-        if m.ab[a] < 0 and m.ba[b] < 0:
-            m.add(a, b, "anchor")
+    for ra, rb in groups.values():
+        if len(ra) == len(rb):
+            for a, b in zip(ra, rb):
+                m.add(a, b, "anchor")
 
 
 def _anchor_leaves(m: Matching) -> None:
@@ -539,8 +549,8 @@ def _anchored_hashes(m: Matching, r: _Rounds) -> None:
 
 
 def _extend(m: Matching, max_rounds: int = 16) -> None:
-    """Anchored hashes and chains while they find pairs (cheap, linear); Dice when they stall; until nothing
-    changes."""
+    """Anchored hashes and chains while they find pairs (cheap, linear); Dice when they stall, then several roots in
+    order; until nothing changes."""
     r = _Rounds(m)
     for _ in range(max_rounds):
         before = m.count
@@ -556,8 +566,11 @@ def _extend(m: Matching, max_rounds: int = 16) -> None:
         if m.count == before:
             r.refresh()
             _dice(m, r.free_a)
+            if m.count == before:
+                _roots_in_order(m)
             if m.count == before or m.count == m.A.n or m.count == m.B.n:
                 return
+    _roots_in_order(m)  # the rounds ran out before they stalled
 
 
 def _walk_up(side: _Side, matched: List[int], start: int) -> Tuple[List[int], int]:

@@ -171,8 +171,9 @@ class Capture {
     std::vector<Node*> root_nodes;
     Py_ssize_t nroots = PyList_GET_SIZE(roots);
     for (Py_ssize_t i = 0; i < nroots; ++i) root_nodes.push_back(node_of(PyList_GET_ITEM(roots, i)));
-    preorder(root_nodes, index_, [&](Node* fn) { order_.push_back(fn); });
+    walk(root_nodes);
     const size_t n = order_.size();
+    tensor_records_.reserve(n);  // about one saved tensor a node: no rehash of a growing table
 
     Ref node_dict = own(PyDict_New());
     Ref succ = own(PyDict_New());
@@ -181,8 +182,7 @@ class Capture {
     std::vector<Ref> ids;
     ids.reserve(n);
     out_start_.assign(n + 1, 0);
-    std::vector<uint64_t> abs(n, kNoSeq);
-    for (size_t i = 0; i < n; ++i) abs[i] = seq_of(order_[i]);
+    std::vector<uint64_t>& abs = abs_;  // read by walk(), while each node was at hand
     if (rank) {
       std::vector<size_t> by_seq;
       by_seq.reserve(n);
@@ -223,10 +223,8 @@ class Capture {
     // Nodes with a Python wrapper: the first of each type read here, and every node user code already touched
     // (a walk over next_functions, a grad_fn kept in a variable, custom Functions). Only those recurse when the
     // graph is freed, so this is the number _deep_free.py must size the stack for.
-    size_t wrapped_count = 0;
-    for (Node* fn : order_)
-      if (fn->pyobj_slot()->load_pyobj()) ++wrapped_count;
-    Ref wrapped = own(PyLong_FromSize_t(wrapped_count));
+    // (Counted by record(), which has each node at hand: a pass over a million nodes here cost a cache miss each.)
+    Ref wrapped = own(PyLong_FromSize_t(wrapped_));
     return check(PyTuple_Pack(6, node_dict.get(), succ.get(), pred.get(), root_ids.get(), abs_bytes.get(),
                               wrapped.get()));
   }
@@ -245,6 +243,13 @@ class Capture {
 
   std::vector<Node*> order_;
   NodeIndex index_;
+  // What walk() reads while each node is at hand, so that no later pass goes back to the nodes (each a cache miss
+  // on a big graph): node v's next_edges are slots edge_start_[v] .. edge_start_[v + 1] of edge_child_ (the
+  // producer's index, NodeIndex::kMissing for an undefined edge) and edge_input_ (its input_nr); abs_[v] its seq.
+  std::vector<size_t> edge_start_, edge_child_;
+  std::vector<uint32_t> edge_input_;
+  std::vector<uint64_t> abs_;
+  size_t wrapped_ = 0;  // nodes with a Python wrapper after record() read them
   std::unordered_map<PyTypeObject*, TypeInfo> types_;
   std::unordered_map<std::type_index, TypeInfo*> direct_;  // C++ node type -> its info, for `direct` types
   struct OutEntry {
@@ -429,20 +434,20 @@ class Capture {
   // stale: whether backward would find it modified in place).
   Ref saved_tensor(PyObject* name, PyObject* t, bool stale = false) {
     auto it = tensor_records_.find(t);
-    PyObject* base;
+    Ref out;
     if (it == tensor_records_.end()) {
+      // The first record of a tensor is its base record itself (most tensors are saved once); a later one copies it
+      // and overwrites the three fields set below, which gives the same dict as a copy of the bare base.
       Ref key;
-      Ref rec = tensor_record(t, &key, saved_template_);
+      out = tensor_record(t, &key, saved_template_);
       Ref sid = storage_id(key.get());
-      set_item(rec.get(), K_storage, sid.get());
-      set_item(rec.get(), K_freed, Py_False);
-      base = rec.get();
-      tensor_records_.emplace(t, std::move(rec));
+      set_item(out.get(), K_storage, sid.get());
+      set_item(out.get(), K_freed, Py_False);
+      tensor_records_.emplace(t, Ref::borrow(out.get()));
       keep_.push_back(Ref::borrow(t));
     } else {
-      base = it->second.get();
+      out = own(PyDict_Copy(it->second.get()));
     }
-    Ref out = own(PyDict_Copy(base));
     set_item(out.get(), K_name, name);
     set_item(out.get(), K_packed, Py_None);
     set_item(out.get(), K_stale, stale ? Py_True : Py_False);
@@ -615,6 +620,54 @@ class Capture {
     return Ref(v);
   }
 
+  // ------------------------------------------------------------------ the walk (common.h's preorder, plus edges)
+
+  // Depth-first pre-order from the roots, next_edges in order, each node once: the same order as preorder() (and
+  // capture.walk in Python). Each node's edge slots get their producer's index as soon as it is known: at once for
+  // a producer already numbered, else when the producer is popped, the stack entry saying which slot waits for it.
+  // edges() then reads flat arrays instead of every node and a hash lookup per edge again.
+  void walk(const std::vector<Node*>& roots) {
+    constexpr size_t kNoSlot = ~size_t(0);
+    struct Pending {
+      Node* fn;
+      size_t slot;  // the edge slot waiting for fn's index (kNoSlot: a root)
+    };
+    std::vector<Pending> stack;
+    for (auto it = roots.rbegin(); it != roots.rend(); ++it) stack.push_back({*it, kNoSlot});
+    size_t n = 0;
+    while (!stack.empty()) {
+      Pending p = stack.back();
+      stack.pop_back();
+      size_t idx = n;
+      if (index_.insert(p.fn, n)) {
+        ++n;
+        Node* fn = p.fn;
+        order_.push_back(fn);
+        abs_.push_back(seq_of(fn));
+        const auto& next = fn->next_edges();
+        size_t start = edge_child_.size();
+        edge_start_.push_back(start);
+        edge_child_.resize(start + next.size(), NodeIndex::kMissing);
+        edge_input_.resize(start + next.size(), 0);
+        for (size_t i = next.size(); i-- > 0;) {
+          edge_input_[start + i] = next[i].input_nr;
+          Node* child = next[i].function.get();
+          if (!child) continue;
+          size_t c = index_.find(child);
+          if (c != NodeIndex::kMissing) {
+            edge_child_[start + i] = c;
+          } else {
+            stack.push_back({child, start + i});
+          }
+        }
+      } else {
+        idx = index_.find(p.fn);
+      }
+      if (p.slot != kNoSlot) edge_child_[p.slot] = idx;
+    }
+    edge_start_.push_back(edge_child_.size());
+  }
+
   // ------------------------------------------------------------------ one node (capture.build_records' loop body)
 
   static constexpr uint64_t kNoSeq = ~uint64_t(0);
@@ -700,6 +753,7 @@ class Capture {
       set_item_steal(dp, K_attrs, PyDict_New());
       set_item_steal(dp, K_tensor, leaf(self, info, use_reader).release());
       untrack(dp);
+      if (fn->pyobj_slot()->load_pyobj()) ++wrapped_;  // a wrapper from before, or made above
       return d;
     }
     Ref saved = own(PyList_New(0));
@@ -750,6 +804,7 @@ class Capture {
     if (seq != kNoSeq) set_item_steal(dp, K_seq, PyLong_FromUnsignedLongLong(seq));
     untrack(attrs.get());
     untrack(dp);
+    if (fn->pyobj_slot()->load_pyobj()) ++wrapped_;  // a wrapper from before, or made above
     return d;
   }
 
@@ -787,15 +842,14 @@ class Capture {
     std::vector<size_t> edge_to(n, NodeIndex::kMissing);
     std::vector<PyObject*> edge_of(n, nullptr);  // borrowed: the dicts live in succ/pred
     for (size_t v = 0; v < n; ++v) {
-      const auto& next = order_[v]->next_edges();
+      const size_t first = edge_start_[v], slots = edge_start_[v + 1] - first;
       long long total = 0;
-      bool several = next.size() > 1;
+      bool several = slots > 1;
       PyObject* pred_v = pred_of_[v];
-      for (size_t slot = 0; slot < next.size(); ++slot) {
-        Node* child = next[slot].function.get();
-        if (!child) continue;
-        size_t u = index_.find(child);
-        uint32_t out_nr = next[slot].input_nr;
+      for (size_t slot = 0; slot < slots; ++slot) {
+        size_t u = edge_child_[first + slot];
+        if (u == NodeIndex::kMissing) continue;  // an undefined edge
+        uint32_t out_nr = edge_input_[first + slot];
         size_t nouts = out_start_[u + 1] - out_start_[u];
         const OutRec* meta = out_nr < nouts ? &outs_[out_start_[u] + out_nr] : nullptr;
         if (meta && !meta->rec) meta = nullptr;  // nested: no record

@@ -96,6 +96,6 @@ def _summarise(graph: "GradGraph") -> Dict[str, Any]:
     }
     timing = graph.meta.get("timing")
     if timing:
-        for k in TIMING_KEYS:
-            out[k] = timing.get(k)
+        for key in TIMING_KEYS:
+            out[key] = timing.get(key)
     return out

@@ -160,7 +160,7 @@ def _all_ok(values: Sequence[Any], ok: Callable[[Any], bool]) -> bool:
     return all(map(ok, given))
 
 
-def _records_ok(records: List[Dict[str, Any]], spec: schema._Spec, depth: int) -> bool:
+def _records_ok(records: Sequence[Any], spec: schema._Spec, depth: int) -> bool:
     """Every record (a dict) follows ``spec`` (:func:`graphwidget.model.schema._fault` finds nothing), checked key by
     key over all the records at once."""
     keys = dict.fromkeys(itertools.chain.from_iterable(records))

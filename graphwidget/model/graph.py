@@ -79,8 +79,8 @@ class GradGraph:
         return self._held
 
     def node_items(self, keys: Sequence[str]) -> Iterable[Tuple[int, Dict[str, Any]]]:
-        """``(id, attrs)`` of every node in the graph's order: the live networkx dicts once ``nx`` is built, else dicts of just
-        ``keys`` made from the columns (without building the graph). Read-only."""
+        """``(id, attrs)`` of every node in the graph's order: the live networkx dicts once ``nx`` is built, else
+        dicts of just ``keys`` made from the columns (without building the graph). Read-only."""
         held = self._held
         if held is None:
             return node_dicts(self.nx).items()

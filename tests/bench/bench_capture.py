@@ -31,14 +31,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
-from graphwidget.capturing import native  # noqa: E402
 from graphwidget._util.gc import gc_paused  # noqa: E402
+from graphwidget.capturing import native  # noqa: E402
 from graphwidget.capturing._deep_free import make_deep_free_safe  # noqa: E402
 
 

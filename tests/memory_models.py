@@ -1,6 +1,8 @@
-"""Models for the memory tests and bench: a chain whose saved activations are known by construction, and a
-hand-written ResNet (conv/BN/residual blocks; torchvision is not used)."""
+"""Models for the memory tests and bench: a chain whose saved activations are known by construction, GPT-2 from a
+config, and a hand-written ResNet (conv/BN/residual blocks; torchvision is not used)."""
 from __future__ import annotations
+
+from typing import Tuple
 
 import torch
 from torch import nn
@@ -74,3 +76,22 @@ class Funnel(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.down(torch.tanh(self.wide(torch.tanh(self.up(x)))))).pow(2).mean()
+
+
+def gpt2_small() -> Tuple[nn.Module, torch.Tensor]:
+    """GPT-2 from a config (4 layers, width 128; no weights downloaded) in eager attention, and a batch of 8 x 128
+    token ids: the model the memory tests and bench checkpoint. Needs transformers."""
+    import warnings
+
+    import transformers
+    transformers.logging.set_verbosity_error()
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = GPT2Config(n_layer=4, n_embd=128, n_head=4, n_positions=128, vocab_size=512, attn_pdrop=0,
+                         resid_pdrop=0, embd_pdrop=0, bos_token_id=0, eos_token_id=0, use_cache=False)
+        model = GPT2LMHeadModel(cfg)
+    model.config._attn_implementation = "eager"
+    ids = torch.randint(0, 512, (8, 128), generator=torch.Generator().manual_seed(1))
+    return model, ids

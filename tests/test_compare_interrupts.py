@@ -9,12 +9,11 @@ statistics changed or grad mode off.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import pytest
 import torch
-from test_sessions import Interrupter, clean_state, count_lines
+from test_sessions import clean_state, count_lines, interrupt_at
 
 import graphwidget as gw
 from graphwidget.experiment import speed
@@ -69,15 +68,8 @@ def test_an_interrupt_at_any_line_of_compare_leaves_nothing_behind(profile: bool
                 | set(range(max(1, total - edge), total + 1)))
     interrupted = 0
     for k in ks:
-        sys.settrace(Interrupter(k))
-        where = "no interrupt"
-        try:
-            call()
-        except KeyboardInterrupt as exc:
-            interrupted += 1
-            where = str(exc)
-        finally:
-            sys.settrace(None)
+        where = interrupt_at(k, call)
+        interrupted += where is not None
         assert clean_state() == [], (k, where, clean_state())
         assert same(snapshot(net, x), before), (k, where)
         assert x.grad is None and all(p.grad is None for p in net.parameters()), (k, where)

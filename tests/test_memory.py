@@ -8,11 +8,10 @@ candidate must lower the measured peak by at least 70 % of the prediction, with 
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 import torch
-from memory_models import TanhChain, resnet
+from memory_models import TanhChain, gpt2_small, resnet
 
 import graphwidget as gw
 from graphwidget.analysis.memory import Accounting, checkpoint_candidates, predicted_backward_order
@@ -374,17 +373,8 @@ def _check_top_candidate(model, step, min_ratio=0.7):
 
 @pytest.mark.slow
 def test_gpt2_top_candidate_saves_what_it_predicts():
-    transformers = pytest.importorskip("transformers")
-    transformers.logging.set_verbosity_error()
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cfg = GPT2Config(n_layer=4, n_embd=128, n_head=4, n_positions=128, vocab_size=512, attn_pdrop=0,
-                         resid_pdrop=0, embd_pdrop=0, bos_token_id=0, eos_token_id=0, use_cache=False)
-        model = GPT2LMHeadModel(cfg)
-    model.config._attn_implementation = "eager"
-    ids = torch.randint(0, 512, (8, 128), generator=torch.Generator().manual_seed(1))
+    pytest.importorskip("transformers")
+    model, ids = gpt2_small()
     ev, _ = _check_top_candidate(model, lambda mdl: mdl(input_ids=ids, labels=ids).loss)
     assert ev["modules"][0].startswith("transformer.h.")
 

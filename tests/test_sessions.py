@@ -13,7 +13,7 @@ import gc
 import os
 import sys
 import threading
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import pytest
 import torch
@@ -260,6 +260,19 @@ def count_lines(call: Callable[[], Any]) -> int:
     return counter.n
 
 
+def interrupt_at(k: int, call: Callable[[], Any]) -> Optional[str]:
+    """Runs ``call()`` with a KeyboardInterrupt at its k-th line of graphwidget: where it was raised, or None when
+    the call ended first."""
+    sys.settrace(Interrupter(k))
+    try:
+        call()
+    except KeyboardInterrupt as exc:
+        return str(exc)
+    finally:
+        sys.settrace(None)
+    return None
+
+
 def counting_stamp() -> Tuple[List[int], Callable[[], int]]:
     n = [0]
 
@@ -336,15 +349,8 @@ def test_an_interrupt_at_any_line_leaves_nothing_behind(what: str, monkeypatch: 
     for k in ks:
         outputs.clear()
         x.grad = None
-        sys.settrace(Interrupter(k))
-        where = "no interrupt"
-        try:
-            call()
-        except KeyboardInterrupt as exc:
-            interrupted += 1
-            where = str(exc)
-        finally:
-            sys.settrace(None)
+        where = interrupt_at(k, call)
+        interrupted += where is not None
         assert clean_state() == [], (k, where, clean_state())
         if k % 20 == 0 or k > total - 60:  # the costlier checks: on a sample, and on every line of the end
             two_user_hooks_work()

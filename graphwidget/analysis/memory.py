@@ -22,31 +22,14 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .._util.text import TextTable, human_bytes
 from ..model._digraph import node_dicts
-
-#: Bytes per element of the dtypes an edge can carry (names as the schema writes them).
-ITEMSIZE = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex128": 16, "complex64": 8, "complex32": 4,
-    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
-}
+from ..model.dtypes import nbytes
 
 KINDS = ("saved activations", "gradients", "parameters", "other (allocator minus graph)")
 _INF = float("inf")
 
 
-def _numel(shape: Optional[Sequence[int]]) -> Optional[int]:
-    if shape is None:
-        return None
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def _edge_bytes(shape: Any, dtype: Any) -> int:
-    n = _numel(shape)
-    size = ITEMSIZE.get(dtype or "")
-    return n * size if n is not None and size is not None else 0
+    return nbytes(shape, dtype) or 0
 
 
 def predicted_backward_order(graph: Any) -> List[int]:

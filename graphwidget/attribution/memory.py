@@ -55,7 +55,7 @@ def _tensors(value: Any, depth: int = 0) -> List[torch.Tensor]:
     return []
 
 
-def device_of(fn: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> torch.device:
+def device_of(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.device:
     """The first CUDA device among the inputs (tensors, modules' parameters and buffers), else CPU."""
     stack: List[Any] = [fn, *args, *kwargs.values()]
     while stack:
@@ -68,7 +68,7 @@ def device_of(fn: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> torch.dev
             stack.extend(o.buffers())
         elif isinstance(o, (list, tuple)):
             stack.extend(o)
-        elif isinstance(o, dict):
+        elif isinstance(o, Mapping):
             stack.extend(o.values())
     return torch.device("cpu")
 

@@ -423,10 +423,10 @@ def timed(sides: Sequence[Side], state: State, repeat: int, fn_a: Any, args: Seq
     """Time the sides: ``measure`` gets them as plain :class:`.speed.Side` runs and returns its timing and the
     threads it timed with; then ``per_node`` (:func:`.interleave.interleaved`'s signature) writes per-node times
     from ``repeat`` instrumented rounds into the graphs, with those threads, so the two read alike."""
-    from ..profiling.checks import guess_device
+    from ..attribution.memory import device_of
     from . import speed
     from .interleave import GradGuard
-    device = guess_device(fn_a, args, kwargs)
+    device = device_of(fn_a, args, kwargs)
     guard = GradGuard()
     try:
         plain = [speed.Side(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)
@@ -459,10 +459,10 @@ def with_per_node(timing: Dict[str, Any], per_node: Dict[str, Any], label_b: str
 def peaks_of(sides: Sequence[Side], state: State, fn_a: Any, args: Sequence[Any],
              kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     """One plain step of each side with its allocator peak measured (:mod:`.peak`)."""
-    from ..profiling.checks import guess_device
+    from ..attribution.memory import device_of
     from .interleave import GradGuard
     from .peak import measure_peak
-    device = guess_device(fn_a, args, kwargs)
+    device = device_of(fn_a, args, kwargs)
     guard = GradGuard()
     try:
         got = [measure_peak(s.call, s.inputs.args, s.inputs.kwargs, state.reset, s.leaves, guard, device)

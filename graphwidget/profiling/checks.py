@@ -2,7 +2,7 @@
 :func:`~graphwidget.profiling.runner.profile`, its ``torch.profiler`` cross-check and the diff's interleaved timing."""
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence
+from typing import Any, List
 
 import torch
 
@@ -17,24 +17,6 @@ def select_roots(out: Any) -> List[torch.Tensor]:
     if not tensors:
         raise no_graph_error(out, "graphwidget.profile")
     return tensors
-
-
-def guess_device(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.device:
-    """The first CUDA device among the inputs (tensors, and parameters/buffers of modules), else CPU."""
-    stack: List[Any] = [fn, *args, *kwargs.values()]
-    while stack:
-        o = stack.pop()
-        if isinstance(o, torch.Tensor):
-            if o.device.type == "cuda":
-                return o.device
-        elif isinstance(o, torch.nn.Module):
-            stack.extend(o.parameters())
-            stack.extend(o.buffers())
-        elif isinstance(o, (list, tuple)):
-            stack.extend(o)
-        elif isinstance(o, Mapping):
-            stack.extend(o.values())
-    return torch.device("cpu")
 
 
 def structure_error(k: Any, ref: Run, run: Run) -> ValueError:

@@ -16,11 +16,12 @@ import torch
 
 from .._util.stats import median
 from ..attribution.attach import attributed_capture
+from ..attribution.memory import device_of
 from ..attribution.recorder import Recorder
 from ..capturing.roots import root_nodes
 from ..capturing.seq import NO_SEQ
 from ..model.graph import GradGraph
-from .checks import guess_device, select_roots, structure_error
+from .checks import select_roots, structure_error
 from .grads import Grads
 from .hooks import Run, call_map, instrument, same_structure
 
@@ -141,7 +142,7 @@ def profile_torch(fn: Callable[..., Any], *args: Any, backward: bool = True, mod
     >>> g = profile_torch(gw.examples.homography_broadcast, **inp)          # doctest: +SKIP
     >>> g.timing_table(top=5)                                               # doctest: +SKIP
     """
-    dev = guess_device(fn, args, kwargs)
+    dev = device_of(fn, args, kwargs)
     grads = Grads() if backward else None
     ok = False
     gc_was = gc.isenabled()

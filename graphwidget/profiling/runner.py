@@ -24,12 +24,13 @@ import torch
 
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture
+from ..attribution.memory import device_of
 from ..attribution.recorder import Recorder
 from ..attribution.shared_patch import SharedPatch
 from ..capturing.roots import root_nodes
 from ..capturing.seq import next_seq
 from ..model.graph import GradGraph
-from .checks import guess_device, select_roots, structure_error
+from .checks import select_roots, structure_error
 from .clocks import CpuClock, CudaClock
 from .grads import Grads
 from .hooks import Run, call_map, instrument, same_structure
@@ -140,7 +141,7 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
         raise ValueError(f"graphwidget.profile: need repeat >= 1 and warmup >= 0 (got {repeat=}, {warmup=}).")
     if next_seq is None:  # pragma: no cover - torch without the sequence-number counter
         raise RuntimeError("graphwidget.profile needs torch._C._autograd._get_sequence_nr (torch >= 2.0).")
-    dev = torch.device(device) if device is not None else guess_device(fn, args, kwargs)
+    dev = torch.device(device) if device is not None else device_of(fn, args, kwargs)
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
     # Our bookkeeping runs with the collector paused: its full passes over thousands of freshly wrapped nodes and
     # records cost more than the hooks. The user's forward runs with it as they left it. The pause is shared by

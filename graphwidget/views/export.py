@@ -94,26 +94,33 @@ def render_html(obj: Any, *, title: Optional[str] = None, extra_html: Optional[I
         root = (f'<div class="gw-split">\n{root}<aside class="gw-beside">\n{chr(10).join(side_html)}\n</aside>\n'
                 "</div>\n")
     return (
-        "<!doctype html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta name="generator" content="graphwidget {html.escape(__version__)}">\n'
-        f"<title>{html.escape(str(page_title))}</title>\n"
-        # the page follows the reader's light/dark setting like the viewer does (charts keep their own white card)
-        "<style>html{color-scheme:light dark}html,body{margin:0;padding:0;background:#fff;color:#1f2328}"
-        "@media (prefers-color-scheme:dark){html,body{background:#111317;color:#e6edf3}}"
-        f"#gw-root{{height:{height};border:0}}"
-        ".gw-extra{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
-        f"{SPLIT_STYLE.replace('HEIGHT', height) if side_html else ''}</style>\n"
-        "</head>\n<body>\n"
-        f"{root}"
+        _head(csp, page_title, f"#gw-root{{height:{height};border:0}}"
+              f"{SPLIT_STYLE.replace('HEIGHT', height) if side_html else ''}")
+        + f"{root}"
         "<noscript>This page needs JavaScript to draw the graph.</noscript>\n"
         f'<script type="application/octet-stream" id="gw-graph-data"{kind} data-encoding="gzip+base64" '
         f'data-colour="{html.escape(colour or colour_default)}">{data}</script>\n'
         f"{extra_block}"
         f"<script>{_inline_script(viewer)}</script>\n"
         "</body>\n</html>\n"
+    )
+
+
+def _head(csp: str, page_title: str, style: str) -> str:
+    """The page up to ``<body>``: the content security policy, the title and the page's style (``style`` after the
+    shared rules). The page follows the reader's light/dark setting like the viewer does (charts keep their own
+    white card)."""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="generator" content="graphwidget {html.escape(__version__)}">\n'
+        f"<title>{html.escape(str(page_title))}</title>\n"
+        "<style>html{color-scheme:light dark}html,body{margin:0;padding:0;background:#fff;color:#1f2328}"
+        "@media (prefers-color-scheme:dark){html,body{background:#111317;color:#e6edf3}}"
+        ".gw-extra{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
+        f"{style}</style>\n</head>\n<body>\n"
     )
 
 
@@ -129,17 +136,8 @@ def _render_nway(obj: Any, *, title: Optional[str], extra_html: Optional[Iterabl
     csp = CSP if not charts else CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'unsafe-eval'")
     extra_block = (f'<section class="gw-extra">\n{chr(10).join(extras)}\n</section>\n' if extras else "")
     return (
-        "<!doctype html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta name="generator" content="graphwidget {html.escape(__version__)}">\n'
-        f"<title>{html.escape(str(page_title))}</title>\n"
-        "<style>html{color-scheme:light dark}html,body{margin:0;padding:0;background:#fff;color:#1f2328}"
-        "@media (prefers-color-scheme:dark){html,body{background:#111317;color:#e6edf3}}"
-        f".gw-extra{{padding:16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}}{STYLE}"
-        "</style>\n</head>\n<body>\n"
-        f"{body}\n"
+        _head(csp, page_title, STYLE)
+        + f"{body}\n"
         "<noscript>This page needs JavaScript to draw the graphs.</noscript>\n"
         f'<script type="application/octet-stream" id="gw-nway-data" data-kind="nway" data-encoding="gzip+base64" '
         f'data-colour="{colour}">{data}</script>\n'

@@ -26,7 +26,6 @@ import argparse
 import gc
 import os
 import random
-import re
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ from typing import Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
+from machine import load_average, proc_mb  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget._util.gc import gc_paused  # noqa: E402
@@ -168,18 +168,6 @@ def fan_in(sizes) -> None:
         print(f"{k:>9} " + " ".join(cols), flush=True)
 
 
-def load_average() -> str:
-    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def _status(field: str) -> int:
-    """A field of /proc/self/status in MB (0 where there is none)."""
-    try:
-        with open("/proc/self/status") as f:
-            found = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M)
-    except OSError:
-        return 0
-    return int(found.group(1)) // 1024 if found else 0
 
 
 def verdict(ratio: float, target: float) -> str:
@@ -236,7 +224,7 @@ def pipeline(n: int) -> None:
     def step(name: str, fn):
         t, c = time.perf_counter(), time.process_time()
         out = fn()
-        steps.append((name, time.perf_counter() - t, time.process_time() - c, _status("VmRSS"), _status("VmHWM")))
+        steps.append((name, time.perf_counter() - t, time.process_time() - c, proc_mb("VmRSS"), proc_mb("VmHWM")))
         print(f"  {name:<34} {steps[-1][1]:>8.2f} s wall {steps[-1][2]:>8.2f} s CPU   rss {steps[-1][3]:>6} MB   "
               f"peak {steps[-1][4]:>6} MB", flush=True)
         return out
@@ -251,7 +239,7 @@ def pipeline(n: int) -> None:
         step("export_html A", lambda: a.export_html(os.path.join(tmp, "a.html")))
         html = os.path.getsize(os.path.join(tmp, "a.html"))
     d = step("gw.diff(A, B)", lambda: gw.diff(a, b))
-    peak = _status("VmHWM")
+    peak = proc_mb("VmHWM")
     print(f"  A {len(a):,} nodes, B {len(b):,}; file {size / 1e6:.1f} MB, export {html / 1e6:.1f} MB; diff: "
           f"{len(d.matched):,} matched ({len(d.changed)} changed), -{len(d.removed)} +{len(d.added)}")
     print(f"  peak resident {peak:,} MB: {'ok' if peak <= 8000 else 'MISS'} (<= 8 GB); load average {load_average()}")

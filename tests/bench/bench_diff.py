@@ -27,7 +27,6 @@ import argparse
 import gc
 import os
 import random
-import re
 import sys
 import time
 from collections import Counter
@@ -37,6 +36,7 @@ from typing import Any, Callable, Dict, List, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
+from machine import proc_mb  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget.model._digraph import adjacency, producers_first  # noqa: E402
@@ -146,15 +146,6 @@ def floor_match(ga: GradGraph, gb: GradGraph) -> int:
     return sum(1 for k, c in ca.items() if c == 1 and cb.get(k) == 1)
 
 
-def _status(field: str) -> int:
-    """A field of /proc/self/status in MB (0 where there is none)."""
-    try:
-        with open("/proc/self/status") as f:
-            found = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M)
-    except OSError:
-        return 0
-    return int(found.group(1)) // 1024 if found else 0
-
 
 def _reset_peak() -> int:
     """Reset the peak resident size to the current one (Linux) and return the current one in MB."""
@@ -163,7 +154,7 @@ def _reset_peak() -> int:
             f.write("5")
     except OSError:
         pass
-    return _status("VmRSS")
+    return proc_mb("VmRSS")
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, float, Any, int, int]:
@@ -180,7 +171,7 @@ def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, float, Any, int, i
         out = fn()
         cpus.append(time.process_time() - c)
         walls.append(time.perf_counter() - t)
-        top = _status("VmHWM")
+        top = proc_mb("VmHWM")
         if top > peak:
             peak, grew = top, top - before
     walls.sort()

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_diff import random_pair  # noqa: E402
+from machine import load_average  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget._util.gc import gc_paused  # noqa: E402
@@ -48,9 +49,6 @@ def timed(fn: Callable[[], Any], repeat: int) -> Tuple[float, Any]:
     walls.sort()
     return walls[len(walls) // 2], out
 
-
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def parse_only(text: str) -> Any:

@@ -24,7 +24,6 @@ import os
 import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
-from memory_models import resnet  # noqa: E402
+from memory_models import gpt2_small, resnet  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 from graphwidget.attribution.memory import step_peak  # noqa: E402
@@ -45,17 +44,7 @@ def load() -> str:
 
 
 def gpt2() -> Tuple[torch.nn.Module, Callable[[Any], Any]]:
-    import transformers
-    transformers.logging.set_verbosity_error()
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cfg = GPT2Config(n_layer=4, n_embd=128, n_head=4, n_positions=128, vocab_size=512, attn_pdrop=0,
-                         resid_pdrop=0, embd_pdrop=0, bos_token_id=0, eos_token_id=0, use_cache=False)
-        model = GPT2LMHeadModel(cfg)
-    model.config._attn_implementation = "eager"
-    ids = torch.randint(0, 512, (8, 128), generator=torch.Generator().manual_seed(1))
+    model, ids = gpt2_small()
     return model, lambda m: m(input_ids=ids, labels=ids).loss
 
 

@@ -7,9 +7,9 @@ import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ...model._digraph import adjacency
+from ...model.dtypes import nbytes
 from . import ops
 from .finding import Finding
-from .ops import nbytes
 
 #: Below this many wasted bytes a finding is "info", not "warning": writing less than this costs about as much as a
 #: few autograd nodes' own overhead.

@@ -13,10 +13,11 @@ from collections import defaultdict
 from typing import Any, Dict, List, Tuple
 
 from ..._util.text import human_bytes
+from ...model.dtypes import nbytes
 from . import suggest
 from .context import NOISE_BYTES, Context
 from .finding import Finding
-from .ops import LOW_FLOATS, fmt_shape, nbytes
+from .ops import LOW_FLOATS, fmt_shape
 
 RULE = "dtype-upcast"
 SEVERITY = "warning"

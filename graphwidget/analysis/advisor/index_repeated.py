@@ -17,9 +17,10 @@ from collections import Counter, defaultdict
 from typing import Dict, List, Tuple
 
 from ..._util.text import human_bytes
+from ...model.dtypes import nbytes
 from .context import NOISE_BYTES, Context
 from .finding import Finding
-from .ops import INDEX, fmt_shape, nbytes, norm_dim
+from .ops import INDEX, fmt_shape, norm_dim
 
 RULE = "index-repeated"
 SEVERITY = "warning"

@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from ...model.dtypes import nbytes, numel
 from . import suggest
 from .context import Context
 from .finding import Finding, short_source
-from .ops import ACCUMULATE, COLLECT, INDEX, REDUCE, SPLIT, VIEW, fmt_shape, is_elementwise, nbytes, norm_dim, numel
+from .ops import ACCUMULATE, COLLECT, INDEX, REDUCE, SPLIT, VIEW, fmt_shape, is_elementwise, norm_dim
 
 RULE = "loop-built"
 SEVERITY = "warning"

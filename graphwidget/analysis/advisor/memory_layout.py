@@ -25,10 +25,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ...model.dtypes import nbytes
 from . import suggest
 from .context import Context
 from .finding import Finding
-from .ops import HEAVY, VIEW, fmt_shape, nbytes
+from .ops import HEAVY, VIEW, fmt_shape
 
 RULE = "memory-layout"
 SEVERITY = "warning"

@@ -80,11 +80,6 @@ ACCUMULATE = frozenset({"AddBackward0", "SubBackward0", "AddBackward1", "SubBack
 #: Heavy ops whose speed depends on the memory layout of their operands (the memory-layout rule re-runs these).
 HEAVY = frozenset({"ConvolutionBackward0", "MmBackward0", "AddmmBackward0", "BmmBackward0"})
 
-_DTYPE_BYTES = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-    "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16, "complex32": 4, "uint16": 2, "uint32": 4, "uint64": 8,
-    "float8_e4m3fn": 1, "float8_e5m2": 1,
-}
 LOW_FLOATS = frozenset({"float32", "float16", "bfloat16"})
 
 
@@ -92,29 +87,6 @@ LOW_FLOATS = frozenset({"float32", "float16", "bfloat16"})
 def is_elementwise(op: str) -> bool:
     """An op that maps elements to elements (with broadcasting between its operands)."""
     return op in BINARY or op in UNARY_VARIANTS or stem(op) in UNARY
-
-
-def itemsize(dtype: Optional[str]) -> Optional[int]:
-    """Bytes per element of a dtype name (``"float32"`` -> 4); ``None`` when unknown."""
-    if not dtype:
-        return None
-    name = dtype[6:] if dtype.startswith("torch.") else dtype
-    return _DTYPE_BYTES.get(name)
-
-
-def numel(shape: Optional[Sequence[int]]) -> Optional[int]:
-    if shape is None:
-        return None
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def nbytes(shape: Optional[Sequence[int]], dtype: Optional[str]) -> Optional[int]:
-    """numel x element size, or ``None`` when either is unknown."""
-    n, size = numel(shape), itemsize(dtype)
-    return None if n is None or size is None else n * size
 
 
 def norm_dim(d: Any, ndim: int) -> Optional[int]:

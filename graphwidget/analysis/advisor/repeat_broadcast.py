@@ -12,10 +12,11 @@ from collections import Counter
 from typing import Callable, List
 
 from ..._util.text import human_bytes
+from ...model.dtypes import nbytes
 from . import suggest
 from .context import NOISE_BYTES, Context
 from .finding import Finding
-from .ops import fmt_shape, nbytes
+from .ops import fmt_shape
 from .replicated import Copy, candidates, spread
 
 RULE = "repeat-broadcast"

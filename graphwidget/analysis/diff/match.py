@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..._util.gc import gc_paused
 from ...model._digraph import adjacency
@@ -400,10 +400,16 @@ def _anchor_leaves(m: Matching) -> None:
 def _hash_up(side: _Side, table: Dict[Any, int]) -> List[int]:
     """Interned hash of each node's input sub-DAG (op, shapes, inputs' hashes by slot; leaves add their name): the
     node's label (op, shapes and its slots, interned once) followed by its inputs' hashes."""
+    h = [0] * side.n
+    _hash_into(side, table, h, side.order)
+    return h
+
+
+def _hash_into(side: _Side, table: Dict[Any, int], h: List[int], order: Iterable[int]) -> None:
+    """Hashes the nodes of ``order`` (inputs first) into ``h``, reading their inputs' hashes from ``h``."""
     label, pin = side.label, side.pin
     intern = table.setdefault
-    h = [0] * side.n
-    for k in side.order:
+    for k in order:
         pk = pin[k]
         if len(pk) == 1:
             key: Tuple[int, ...] = (label[k], h[pk[0]])
@@ -412,23 +418,12 @@ def _hash_up(side: _Side, table: Dict[Any, int]) -> List[int]:
         else:
             key = (label[k], *[h[p] for p in pk])
         h[k] = intern(key, len(table))
-    return h
 
 
 def _anchored_up(side: _Side, table: Dict[Any, int], h: List[int], free: List[int]) -> None:
     """:func:`_hash_up` of the unmatched nodes ``free`` into ``h``, where every matched node already holds its
     anchor (``-1 - pair number``, the same on both sides): only the unmatched part is hashed."""
-    label, pin, rank = side.label, side.pin, side.rank
-    intern = table.setdefault
-    for k in sorted(free, key=rank.__getitem__):  # inputs first
-        pk = pin[k]
-        if len(pk) == 1:
-            key: Tuple[int, ...] = (label[k], h[pk[0]])
-        elif not pk:
-            key = (label[k],)
-        else:
-            key = (label[k], *[h[p] for p in pk])
-        h[k] = intern(key, len(table))
+    _hash_into(side, table, h, sorted(free, key=side.rank.__getitem__))  # inputs first
 
 
 def _anchored_down(side: _Side, table: Dict[Any, int], h: List[int], free: List[int]) -> None:

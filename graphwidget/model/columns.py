@@ -357,15 +357,6 @@ def _acyclic(ids: List[int], src: List[int], tgt: List[int], dense: bool) -> Non
     for u, v in zip(su, tv):
         succ[u].append(v)
         indeg[v] += 1
-    ready = [k for k in range(n) if not indeg[k]]
-    seen = 0
-    while ready:
-        u = ready.pop()
-        seen += 1
-        for v in succ[u]:
-            indeg[v] -= 1
-            if not indeg[v]:
-                ready.append(v)
-    if seen != n:
-        on_cycle = sorted(ids[k] for k in range(n) if indeg[k] > 0)[:5]
+    on_cycle = sorted(ids[k] for k in schema.cycle_nodes(succ, indeg, range(n)))
+    if on_cycle:
         raise SchemaError(f"the edges form a cycle (through nodes {on_cycle}); an autograd graph is acyclic.")

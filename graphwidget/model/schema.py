@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import reprlib
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 FORMAT = "graphwidget"
 #: The version :meth:`GradGraph.to_json` writes: nodes and edges as columns (:mod:`.columns`, docs/schema.md).
@@ -509,6 +509,23 @@ def check_envelope(doc: Any) -> int:
     return version
 
 
+def cycle_nodes(succ: Any, indeg: Any, keys: Iterable[Any]) -> List[Any]:
+    """Up to five of ``keys`` that sit on (or behind) a cycle, smallest first; empty when the edges are acyclic.
+    Kahn's algorithm: ``succ[k]`` lists k's successors, ``indeg[k]`` counts its incoming edges (consumed here; dicts
+    or lists indexed by the keys)."""
+    keys = list(keys)
+    ready = [k for k in keys if indeg[k] == 0]
+    seen = 0
+    while ready:
+        u = ready.pop()
+        seen += 1
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    return [] if seen == len(keys) else sorted(k for k in keys if indeg[k] > 0)[:5]
+
+
 def _validate_records(doc: Dict[str, Any]) -> None:
     """Version 1: one record per node and per edge."""
     meta = doc.get("meta") or {}
@@ -531,18 +548,8 @@ def _validate_records(doc: Dict[str, Any]) -> None:
     for r in roots or ():
         if r not in ids:
             raise SchemaError(f"meta.roots names node {r}, which is not in \"nodes\".")
-    # Kahn: whatever is left with in-degree > 0 sits on a cycle.
-    ready = [n for n, d in indeg.items() if d == 0]
-    seen = 0
-    while ready:
-        n = ready.pop()
-        seen += 1
-        for m in succ[n]:
-            indeg[m] -= 1
-            if indeg[m] == 0:
-                ready.append(m)
-    if seen != len(ids):
-        on_cycle = sorted(n for n, d in indeg.items() if d > 0)[:5]
+    on_cycle = cycle_nodes(succ, indeg, ids)
+    if on_cycle:
         raise SchemaError(f"the edges form a cycle (through nodes {on_cycle}); an autograd graph is acyclic.")
     if doc.get("findings") is not None:
         validate_findings(doc["findings"], ids)

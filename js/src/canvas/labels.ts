@@ -203,6 +203,16 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     ctx.fillText(txt, bx + 4, by + (fontPx + 5) / 2 + 0.5);
     titles++;
   }
+  /** draws `txt` from `x` on the line `cy` inside item i's box, in the colour its fill needs, unless a label is
+   * already there */
+  const putInside = (txt: string, x: number, cy: number, i: number, width = ctx.measureText(txt).width): void => {
+    const rect: Rect = [x, cy - fontPx / 2 - 1, x + width, cy + fontPx / 2 + 1];
+    if (!taken.free(rect)) return;
+    taken.add(rect);
+    ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
+    ctx.fillText(txt, x, cy + 0.5);
+    count++;
+  };
   // closed groups
   const groups = vis.filter((i) => p.kind[i] === KIND_GROUP).sort((a, b) => items[b].w * items[b].h - items[a].w * items[a].h);
   for (const i of groups) {
@@ -213,12 +223,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     const cy = (y0 + y1) / 2;
     const full = widthOf(`g${i}`, it.label);
     if (sh >= fontPx && full <= sw - 6) {
-      const rect: Rect = [x0 + 3, cy - fontPx / 2 - 1, x0 + 3 + full, cy + fontPx / 2 + 1];
-      if (!taken.free(rect)) continue;
-      taken.add(rect);
-      ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
-      ctx.fillText(it.label, x0 + 3, cy + 0.5);
-      count++;
+      putInside(it.label, x0 + 3, cy, i, full);
       continue;
     }
     const beside: Rect = [x1 + 4, cy - fontPx / 2 - 1, x1 + 4 + Math.min(full, 220), cy + fontPx / 2 + 1];
@@ -235,13 +240,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     }
     if (sh < 7 || sw < 22) continue;
     const txt = fitText(`g${i}`, it.label, sw - 6, cutsLeft(it));
-    if (txt === "…") continue;
-    const rect: Rect = [x0 + 3, cy - fontPx / 2 - 1, x0 + 3 + ctx.measureText(txt).width, cy + fontPx / 2 + 1];
-    if (!taken.free(rect)) continue;
-    taken.add(rect);
-    ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
-    ctx.fillText(txt, x0 + 3, cy + 0.5);
-    count++;
+    if (txt !== "…") putInside(txt, x0 + 3, cy, i);
   }
   // nodes: their op, inside the box, when it has room for a readable one
   for (const i of vis) {
@@ -249,14 +248,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     const [x0, y0, x1, y1] = screen(i);
     if (y1 - y0 < fontPx + 2 || x1 - x0 < 28 || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
     const txt = fitText(`n${i}`, items[i].dl, x1 - x0 - 8, false);
-    if (txt === "…") continue;
-    const cy = (y0 + y1) / 2;
-    const rect: Rect = [x0 + 4, cy - fontPx / 2 - 1, x0 + 4 + ctx.measureText(txt).width, cy + fontPx / 2 + 1];
-    if (!taken.free(rect)) continue;
-    taken.add(rect);
-    ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
-    ctx.fillText(txt, x0 + 4, cy + 0.5);
-    count++;
+    if (txt !== "…") putInside(txt, x0 + 4, (y0 + y1) / 2, i);
   }
   return { labels: count + titles, legible: count + titles, items: count, beside: placedBeside };
 }

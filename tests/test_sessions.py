@@ -70,6 +70,14 @@ def two_user_hooks_work() -> None:
     h2.remove()
 
 
+def stacks(*threads: threading.Thread) -> str:
+    """Where each of ``threads`` that is still alive is now (to name the wait of a call that did not finish)."""
+    import traceback
+    frames = sys._current_frames()
+    return "\n".join(f"{t.name}:\n{''.join(traceback.format_stack(frames[t.ident]))}" for t in threads
+                     if t.is_alive() and t.ident in frames)
+
+
 # -- threads --------------------------------------------------------------------------------------------------------
 def test_overlapping_calls_in_two_threads_leave_nothing_installed() -> None:
     """A enters, B enters, A leaves, B leaves: the order that left the patches installed for good."""
@@ -115,7 +123,7 @@ def test_overlapping_calls_in_two_threads_leave_nothing_installed() -> None:
         tb = threading.Thread(target=run, args=(fn_b, None, how_b))
         ta.start(), tb.start()
         ta.join(120), tb.join(120)
-        assert not ta.is_alive() and not tb.is_alive(), (how_a, how_b, "a call did not finish")
+        assert not ta.is_alive() and not tb.is_alive(), (how_a, how_b, "a call did not finish", stacks(ta, tb))
         assert not errors, errors
         assert clean_state() == [], (how_a, how_b, clean_state())
         two_user_hooks_work()

@@ -75,3 +75,25 @@ def test_an_interrupt_at_any_line_of_compare_leaves_nothing_behind(profile: bool
         assert x.grad is None and all(p.grad is None for p in net.parameters()), (k, where)
     # a call's line count varies a little (garbage collection, caches): the last few lines may never be reached
     assert interrupted >= 0.95 * len(ks), (interrupted, len(ks))
+
+
+def test_an_interrupt_at_any_line_of_the_float64_run_leaves_nothing_behind() -> None:
+    # The float64 reference run pushes a torch-function mode and widens the inputs in place: an interrupt on the line
+    # that leaves a block (Python reports the way out as a line of its own) once left the mode on the stack.
+    from graphwidget.experiment.reference import run_float64
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+    x = torch.randn(3, 4, requires_grad=True)
+    tensors = [x, *net.parameters()]
+
+    def call() -> Any:
+        return run_float64(lambda t: net(t).sum(), (x,), {}, tensors)
+
+    call()
+    total = count_lines(call)
+    assert total > 10
+    for k in range(1, total + 1):
+        where = interrupt_at(k, call)
+        assert not torch._C._len_torch_function_stack(), (k, where)
+        assert torch.get_default_dtype() == torch.float32, (k, where)
+        assert all(t.dtype == torch.float32 for t in tensors), (k, where)
+        assert clean_state() == [], (k, where, clean_state())

@@ -12,11 +12,12 @@ capture on an older torch does not know the dtypes of intermediate results.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from ..attribution.intercept import push_mode, remove_mode
 
 
 def uncompiled(fn: Any) -> Any:
@@ -32,22 +33,30 @@ def _wide(t: torch.Tensor) -> torch.dtype:
     return torch.complex128 if t.is_complex() else torch.float64
 
 
-@contextmanager
-def float64(tensors: Sequence[torch.Tensor]) -> Iterator[None]:
-    """Inside: every floating leaf of ``tensors`` holds float64 data, and float64 is the default dtype."""
-    swapped: List[Tuple[torch.Tensor, torch.Tensor]] = []
-    previous = torch.get_default_dtype()
-    try:
+class Float64:
+    """While widened: every floating leaf of the given tensors holds float64 (complex128) data, and float64 is the
+    default dtype. :meth:`restore` puts both back and may be called any number of times, so that a caller can call
+    it from two nested clean-ups: one Ctrl-C can skip one of them (see :func:`run_float64`), never both."""
+
+    def __init__(self) -> None:
+        self.swapped: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        self.previous: Optional[torch.dtype] = None
+
+    def widen(self, tensors: Sequence[torch.Tensor]) -> None:
+        self.previous = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64)
         for t in tensors:
             if t.grad_fn is None and (t.is_floating_point() or t.is_complex()) and t.dtype != _wide(t):
-                swapped.append((t, t.data))
+                self.swapped.append((t, t.data))
                 t.data = t.data.to(_wide(t))
-        yield
-    finally:
-        for t, data in reversed(swapped):
+
+    def restore(self) -> None:
+        for t, data in reversed(self.swapped):  # every one again when repeated: an interrupted pass skips none
             t.data = data
-        torch.set_default_dtype(previous)
+        self.swapped.clear()
+        if self.previous is not None:
+            torch.set_default_dtype(self.previous)
+            self.previous = None
 
 
 class DtypeCounter(TorchFunctionMode):
@@ -77,18 +86,38 @@ def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensor
     """``fn`` on ``args``/``kwargs`` (float64 copies of the inputs) with ``tensors`` upcast: its output, each leaf
     with its gradient, and how many op results of each floating dtype its forward made (``{"float64": 40,
     "float32": 1}``)."""
+    counter, wide = DtypeCounter(), Float64()
+    # The clean-up twice, each idempotent, the second in this frame around the call: a Ctrl-C can land after the
+    # run's own clean-up was due and before it ran (on the line where a block is left, or as a Python __exit__ is
+    # entered). A mode left on the stack would see every later torch call, and float64 would stay the default dtype.
+    try:
+        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide)
+    finally:
+        remove_mode(counter)
+        wide.restore()
+    for t in leaves:
+        counter._count(t)
+    return out, [(t, None if g is None else g.detach()) for t, g in zip(leaves, grads)], counter.counts
+
+
+def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
+              counter: DtypeCounter, wide: Float64) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
+    """:func:`run_float64`'s run: the forward under ``counter``, widened by ``wide``, then the gradients."""
     from ..capturing.roots import loss_or_tensors
     from .naming import leaf_tensors
-    counter = DtypeCounter()
-    with float64(tensors):
-        with counter:
+    try:
+        wide.widen(tensors)
+        push_mode(counter)
+        try:
             out = uncompiled(fn)(*args, **kwargs)
+        finally:
+            remove_mode(counter)
         roots = loss_or_tensors(out)
         if not roots:
             raise ValueError("the float64 run returned no tensor that requires grad")
         leaves = leaf_tensors(roots)
         grads = torch.autograd.grad(roots, leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
             if leaves else ()
-    for t in leaves:
-        counter._count(t)
-    return out, [(t, None if g is None else g.detach()) for t, g in zip(leaves, grads)], counter.counts
+    finally:
+        wide.restore()
+    return out, leaves, grads

@@ -47,6 +47,8 @@ def clean_state() -> List[str]:
     for patch in (function_apply.APPLY_PATCH, module_hooks.MODULE_HOOKS, phooks.LEAN_REGISTRATION, runner.GC_PAUSE):
         if patch.users:
             bad.append(f"{patch.name} still has {patch.users} users")
+        if patch.lock._is_owned():  # type: ignore[attr-defined]  # held by this thread: other threads would wait
+            bad.append(f"{patch.name}'s lock is still held")
     for name in ("apply", "modules"):
         if getattr(shared_patch.local, name, None):
             bad.append(f"thread-local {name} listeners left")

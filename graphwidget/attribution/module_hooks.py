@@ -163,18 +163,24 @@ def suspend() -> bool:
     Why: torch < 2.6 compiles a frame that calls a module with a guard that the global hook dicts are *empty* (it
     ran none); with ours in them the user's compiled function fails that guard and is compiled again. Inside it
     the hooks would record nothing anyway (compiled code: Dynamo traces them to nothing)."""
-    with MODULE_HOOKS.lock:
-        if not MODULE_HOOKS.only_this_thread():
-            return False  # another thread's module stack needs them: a recompile is the lesser evil
-        _remove_entries()
-        return True
+    with MODULE_HOOKS.lock: return _suspend_locked()  # noqa: E701 - one line on purpose (shared_patch.SharedPatch)
+
+
+def _suspend_locked() -> bool:
+    if not MODULE_HOOKS.only_this_thread():
+        return False  # another thread's module stack needs them: a recompile is the lesser evil
+    _remove_entries()
+    return True
 
 
 def resume() -> None:
     """Undo :func:`suspend` (idempotent, and a no-op once nobody holds the hooks)."""
-    with MODULE_HOOKS.lock:
-        if MODULE_HOOKS.users and not _installed():
-            _install()
+    with MODULE_HOOKS.lock: _resume_locked()  # noqa: E701 - one line on purpose (shared_patch.SharedPatch)
+
+
+def _resume_locked() -> None:
+    if MODULE_HOOKS.users and not _installed():
+        _install()
 
 
 def originals_restored() -> bool:

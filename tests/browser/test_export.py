@@ -446,7 +446,10 @@ _NAVIGATE = """async () => {
     const button = document.createElement('button');
     form.append(button);
     button.click();  // a submission the user would make
-    await new Promise((r) => setTimeout(r, 300));
+    // the violation events arrive when the browser gets to the submission: wait for both (a busy machine is slow)
+    for (let i = 0; i < 200 && !(seen.includes('form-action') && seen.includes('base-uri')); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+    }
     return {seen, baseURI: document.baseURI, link: link.href, url: location.href};
 }"""
 

@@ -68,7 +68,7 @@ def _ratio_median(pairs: Sequence[Tuple[float, float]]) -> float:
 
 
 def compare(variants: Dict[str, Run], device: torch.device, rounds: int = 9, warmup: int = 2,
-            budget_ms: float = 2000.0, stop_below: float = 1.0, min_rounds: int = 3) -> Verdict:
+            budget_ms: float = 2000.0, stop_below: float = 1.0, min_rounds: int = 5) -> Verdict:
     """Time every variant (the first is the captured layout) over interleaved rounds.
 
     ``rounds`` is lowered (not below 5) when one round would take more than ``budget_ms / rounds``; an op that
@@ -156,7 +156,8 @@ _CACHE: Dict[Tuple[Any, ...], Optional[Tuple[str, Any]]] = {}
 
 
 def measure_call(call: Call) -> Optional[Tuple[str, Any]]:
-    """The fastest alternative layout when it beats the captured one by rule.MIN_GAIN twice in a row, else None."""
+    """The fastest alternative layout when it beats the captured one by rule.MIN_GAIN in two separate comparisons
+    (each warmed up afresh), else None."""
     key = (call.signature(), torch.get_num_threads())
     if key not in _CACHE:
         if len(_CACHE) > 256:
@@ -176,8 +177,8 @@ def _measure_now(call: Call) -> Optional[Tuple[str, Any]]:
             best = min(first.ratio, key=lambda n: first.ratio[n]) if first.ratio else None
             if best is None or not _wins(first, best):
                 return None
-            if first.interval[best][1] < rule.CLEAR_WIN:  # every resample at least this much faster: no second look
-                return best, first
+            # Always a second look, however clear the first: a burst of load (another process's threads spinning on
+            # the same cores) can slow one layout's kernels for a whole short comparison and fake a large win.
             second = compare(variants, device, rounds=rule.ROUNDS, warmup=1, budget_ms=rule.ROUND_BUDGET_MS,
                                stop_below=1 / (1 + rule.MIN_GAIN))
             verdict = merge(first, second)

@@ -8,8 +8,8 @@ alone. For every such op whose operands are unusual — a conv whose input and w
 neither contiguous nor channels-last, a matmul operand no BLAS call can take as it is — it rebuilds the operands with
 the captured shapes, strides, dtype and device, runs forward + backward of that op in the captured layout and in the
 alternatives (all contiguous; channels-last for convolutions) over interleaved rounds, and reports only when an
-alternative is at least :data:`MIN_GAIN` faster, confirmed by a second measurement unless the first was a
-clear win (every bootstrap resample under :data:`CLEAR_WIN`), with both times.
+alternative is at least :data:`MIN_GAIN` faster in two separate measurements (the second always taken, however
+clear the first), with both times.
 
 Converting an operand that the graph computes (an activation) is timed as part of the alternative, since the
 rewrite pays for it every step; data inputs and parameters can be converted once (in the loader, or
@@ -39,8 +39,6 @@ MIN_GAIN = 0.15
 ROUNDS = 9
 #: Time for one comparison's rounds (after warm-up); fewer rounds (never below 5) when one round takes longer.
 ROUND_BUDGET_MS = 2000.0
-#: A first comparison whose ratio interval lies wholly below this needs no confirming second one.
-CLEAR_WIN = 0.6
 #: Total measuring time per advise() call; candidates beyond it (smallest first) are not measured.
 BUDGET_S = 15.0
 #: Operands bigger than this together are not rebuilt (memory).

@@ -1,7 +1,8 @@
 """One rank of the distributed tests (tests/test_ranks.py launches it with torchrun --nproc_per_node=4, gloo).
 
-``python -m torch.distributed.run --standalone --nproc_per_node=4 tests/dist_worker.py SCENARIO OUT_DIR``: every
-rank runs SCENARIO and writes what it saw to ``OUT_DIR/result<rank>.json`` (and exits 0 even when graphwidget
+``python -m torch.distributed.run --standalone --nproc_per_node=4 tests/dist_worker.py SCENARIO[,SCENARIO...] OUT_DIR``:
+every rank runs each SCENARIO in turn and writes what it saw to ``OUT_DIR/result<rank>.json`` (``OUT_DIR/SCENARIO/``
+when there are several) (and exits 0 even when graphwidget
 raised, so that torchrun does not kill the other ranks: the test wants to see how each one stopped). Rank 0 also
 writes the RankSet's record and the N-way export. Line numbers the test checks are marked ``# LINE:<name>``.
 """
@@ -85,8 +86,24 @@ def line_of(name: str) -> str:
     raise KeyError(name)
 
 
-def main(scenario: str, out: Path) -> None:
+def main(scenarios: str, out: Path) -> None:
+    """Run each of the comma-separated ``scenarios`` in turn in one process group (one torchrun, one torch import
+    per rank for all of them). With one scenario the results go to ``out``, with several to ``out/<scenario>``."""
     dist.init_process_group("gloo", timeout=timedelta(seconds=float(os.environ.get("GW_PG_TIMEOUT", "120"))))
+    names = scenarios.split(",")
+    for scenario in names:
+        if len(names) > 1:
+            dist.barrier()  # every rank has finished the previous scenario
+        one(scenario, out / scenario if len(names) > 1 else out)
+    if "raise" not in names:
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def one(scenario: str, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # the same initial weights on every rank (DDP checks it)
     result: dict = {"rank": rank, "scenario": scenario, "lines": {k: line_of(k) for k in ("branch", "skip")}}
@@ -98,11 +115,6 @@ def main(scenario: str, out: Path) -> None:
     result["seconds"] = time.monotonic() - t0
     result["ended_at"] = time.time()
     (out / f"result{rank}.json").write_text(json.dumps(result, default=str))
-    if scenario != "raise":
-        try:
-            dist.destroy_process_group()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def run(scenario: str, rank: int, world: int, out: Path, res: dict) -> dict:

@@ -12,18 +12,25 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Both orders in one subprocess, each on a chain of its own: build, capture, check, free in that order. A crash
 #: (SIGSEGV from a stack overflow) kills the process, so what it printed last says which order got how far.
+#: The compiled core runs on the default 8 MiB stack: it gives (almost) no node a Python wrapper, so torch frees the
+#: chain iteratively and the guard must leave the limit alone (its chain alternates two ops, as a model's would).
 SCRIPT = textwrap.dedent("""
-    import gc, sys, torch
+    import gc, resource, sys, torch
     import graphwidget as gw
     n, engine, orders = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    if engine == "native":
+        resource.setrlimit(resource.RLIMIT_STACK, (8 * 2**20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
     for order in orders:
         x = torch.zeros(1, requires_grad=True)
         y = x
-        for _ in range(n - 1):
-            y = y + 1
+        for i in range(n - 1):
+            y = y * 1.0001 if engine == "native" and i % 2 else y + 1
         g = gw.capture(y, engine=engine)
         assert len(g) == n, len(g)
         assert g.summary()["depth"] == n
+        if engine == "native":
+            assert resource.getrlimit(resource.RLIMIT_STACK)[0] == 8 * 2**20, "the guard raised the limit"
+            print(order, "kept the 8 MiB stack", flush=True)
         if order == "graph_first":
             del g; gc.collect(); print(order, "graph freed", flush=True)
             del y; gc.collect(); print(order, "tensor freed", flush=True)
@@ -119,26 +126,12 @@ def test_stack_guard_only_raises_the_soft_limit():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("million-node-chains")  # not beside the other 1M-node subprocesses (memory, CPU)
+@pytest.mark.xdist_group("million-node-chains")  # reads the native run of the test above (one subprocess)
 @pytest.mark.skipif("native" not in engines(), reason="compiled capture core not built")
 def test_native_capture_needs_no_stack_guard():
-    """The compiled core gives (almost) no node a Python wrapper, so torch frees the chain iteratively: a 1M-node
-    chain captured by it frees on the default 8 MiB stack, and the guard leaves the limit alone."""
-    script = textwrap.dedent("""
-        import resource, torch
-        import graphwidget as gw
-        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
-        resource.setrlimit(resource.RLIMIT_STACK, (8 * 2**20, hard))
-        x = torch.zeros(1, requires_grad=True)
-        y = x
-        for i in range(1_000_000):
-            y = y * 1.0001 if i % 2 else y + 1
-        g = gw.capture(y, engine="native")
-        assert len(g) == 1_000_001
-        assert resource.getrlimit(resource.RLIMIT_STACK)[0] == 8 * 2**20, "the guard raised the limit"
-        del y; del g
-        print("survived", flush=True)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
-    assert "survived" in proc.stdout
+    """The compiled core's 1M-node chains (both orders, in :data:`SCRIPT`) capture and free on the default 8 MiB
+    stack, and the guard leaves the limit alone."""
+    proc = million_node_run("native")
+    for order in ORDERS:
+        assert f"{order} kept the 8 MiB stack" in proc.stdout and f"{order} survived" in proc.stdout, \
+            f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr[-2000:]}"

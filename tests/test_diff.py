@@ -247,6 +247,7 @@ def test_a_chain_with_an_extra_like_node_pairs_the_one_that_agrees() -> None:
     assert ops(d.b, d.added) == Counter({"UnsqueezeBackward0": 1})
 
 
+@pytest.mark.slow
 def test_matching_is_deterministic(tmp_path: Path) -> None:
     ga, gb, d = seed_graphs(named=False)
     again = gw.diff(gw.load_json(ga.to_json()), gw.load_json(gb.to_json()), labels=d.labels)

@@ -89,6 +89,7 @@ def assert_no_errors(nb: Any) -> None:
     assert not [t for t in stderr if "Traceback" in t or "Error" in t], stderr
 
 
+@pytest.mark.slow
 def test_gradgraph_as_last_expression_renders_as_the_widget(kernel_env: Path) -> None:
     nb = execute(notebook([
         "import torch, graphwidget as gw\n"

@@ -1,6 +1,7 @@
 """One graph per rank under torch.distributed: real processes, ``torchrun --nproc_per_node=4`` on gloo (CPU).
 
-Each test launches tests/dist_worker.py with one scenario; every rank writes what it saw (its result, or how it
+Each test reads what tests/dist_worker.py saw in one scenario (the four that end normally share one launch, the
+failing ones have a launch each); every rank writes what it saw (its result, or how it
 stopped and when) and rank 0 the RankSet's findings. What must hold:
 
 * a DDP model whose rank 2 takes a data-dependent branch: its graph differs, found with the branch's line;
@@ -20,7 +21,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Sequence, Tuple
 
 import pytest
 import torch
@@ -36,19 +37,44 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
                                 reason="torch.distributed with gloo is not available")
 
 
-def launch(scenario: str, out: Path, timeout: float = 400) -> Dict[int, Dict[str, Any]]:
-    """torchrun --standalone --nproc_per_node=4 dist_worker.py SCENARIO OUT; every rank's result."""
+def launch(scenario: str, out: Path, timeout: float = 400, each: Sequence[str] = ()) -> Dict[int, Dict[str, Any]]:
+    """torchrun --standalone --nproc_per_node=4 dist_worker.py SCENARIO OUT; every rank's result (``each``: several
+    scenarios, comma-separated in ``scenario``, whose results :func:`shared` reads)."""
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4", str(WORKER),
            scenario, str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    why = f"(torchrun exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+    if each:
+        _shared["stderr"] = why
+        return {}
+    return read_results(out, why)
+
+
+def read_results(out: Path, why: str) -> Dict[int, Dict[str, Any]]:
     results = {}
     for r in range(4):
         p = out / f"result{r}.json"
-        assert p.is_file(), f"rank {r} wrote no result (torchrun exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+        assert p.is_file(), f"rank {r} wrote no result {why}"
         results[r] = json.loads(p.read_text())
     return results
+
+
+#: The scenarios that end normally share one torchrun (each rank imports torch once for all of them). "grads" goes
+#: first: it checks that nothing of graphwidget's (process group, file) exists before any ``ranks=`` call.
+SHARED = ("grads", "diverge", "slow", "unused")
+_shared: Dict[str, Any] = {}
+
+
+def shared(scenario: str, tmp_path_factory: pytest.TempPathFactory) -> Tuple[Dict[int, Dict[str, Any]], Path]:
+    """The results of ``scenario`` from the one launch of :data:`SHARED` in this process, and its output folder."""
+    if "root" not in _shared:
+        root = tmp_path_factory.mktemp("ranks")
+        _shared["root"] = root
+        launch(",".join(SHARED), root, each=SHARED)
+    out = _shared["root"] / scenario
+    return read_results(out, _shared.get("stderr", "")), out
 
 
 def ok(res: Dict[int, Dict[str, Any]]) -> None:
@@ -57,8 +83,10 @@ def ok(res: Dict[int, Dict[str, Any]]) -> None:
 
 
 @pytest.mark.slow
-def test_a_rank_that_takes_a_branch_is_found_with_the_line(tmp_path: Path) -> None:
-    res = launch("diverge", tmp_path)
+@pytest.mark.xdist_group("ranks-shared-launch")
+def test_a_rank_that_takes_a_branch_is_found_with_the_line(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    res, out = shared("diverge", tmp_path_factory)
     ok(res)
     assert [res[r]["returned"] for r in range(4)] == ["RankSet", "GradGraph", "GradGraph", "GradGraph"]
     rec = res[0]["record"]
@@ -73,12 +101,12 @@ def test_a_rank_that_takes_a_branch_is_found_with_the_line(tmp_path: Path) -> No
     # differences far below a step do not make one)
     assert rec["straggler"] is None, rec["per_rank"]
     # the N-way view of the chosen ranks (the reference and the divergent one), readable back
-    d = gw.load_json((tmp_path / "nway.json").read_text())
+    d = gw.load_json((out / "nway.json").read_text())
     assert isinstance(d, gw.MultiDiff) and d.kind == "ranks" and d.sides[:2] == ("rank 0", "rank 2")
     assert len(d.pair(0, 1).added) == 1 and d.ranks["divergent"][0]["rank"] == 2
     assert rec["gather"]["via"] == "files"  # Ranks(dir=...): each rank wrote its graph, rank 0 read the files
     # the files the ranks wrote make the same RankSet on the command line
-    written = tmp_path / "written"
+    written = out / "written"
     assert sorted(p.name for p in written.glob("rank*.json")) == [f"rank{r:05d}.json" for r in range(4)]
     cli = subprocess.run([sys.executable, "-m", "graphwidget", "ranks", str(written), "--out",
                           str(tmp_path / "cli.html"), "--json", str(tmp_path / "cli.json"), "--fail-on-divergence"],
@@ -91,14 +119,15 @@ def test_a_rank_that_takes_a_branch_is_found_with_the_line(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_slow_rank_is_the_straggler_at_its_slow_node(tmp_path: Path) -> None:
-    res = launch("slow", tmp_path)
+@pytest.mark.xdist_group("ranks-shared-launch")
+def test_a_slow_rank_is_the_straggler_at_its_slow_node(tmp_path_factory: pytest.TempPathFactory) -> None:
+    res, out = shared("slow", tmp_path_factory)
     ok(res)
     rec = res[0]["record"]
     s = rec["straggler"]
     assert s is not None and s["rank"] == 3, rec["per_rank"]
     assert s["excess_ms"] > 200  # the node sleeps 250 ms per forward on rank 3
-    d = gw.load_json((tmp_path / "nway.json").read_text())
+    d = gw.load_json((out / "nway.json").read_text())
     assert d.graphs[d.reference].node(s["node"])["op"] == "SlowBackward"
     stats = rec["nodes"]["stats"]
     k = rec["nodes"]["ids"].index(s["node"])
@@ -107,8 +136,9 @@ def test_a_slow_rank_is_the_straggler_at_its_slow_node(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_an_unused_parameter_is_named_for_its_rank(tmp_path: Path) -> None:
-    res = launch("unused", tmp_path)
+@pytest.mark.xdist_group("ranks-shared-launch")
+def test_an_unused_parameter_is_named_for_its_rank(tmp_path_factory: pytest.TempPathFactory) -> None:
+    res, out = shared("unused", tmp_path_factory)
     ok(res)
     rec = res[0]["record"]
     assert rec["unused"] == {"1": ["module.extra.weight", "module.extra.bias"]}
@@ -165,8 +195,10 @@ def test_a_rank_that_never_arrives_times_out_everywhere(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_gradients_are_bit_identical_and_nothing_is_gathered_without_ranks(tmp_path: Path) -> None:
-    res = launch("grads", tmp_path)
+@pytest.mark.xdist_group("ranks-shared-launch")
+def test_gradients_are_bit_identical_and_nothing_is_gathered_without_ranks(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    res, out = shared("grads", tmp_path_factory)
     ok(res)
     for r in range(4):
         x = res[r]
@@ -175,7 +207,7 @@ def test_gradients_are_bit_identical_and_nothing_is_gathered_without_ranks(tmp_p
         assert x["nothing_gathered"]
     assert res[0]["trace_object"] == ["RankSet", [0, 1, 2, 3], "object"]
     assert res[0]["trace_files"] == ["RankSet", [0, 1, 2, 3], "files"]
-    assert sorted(p.name for p in (tmp_path / "via-files").glob("rank*.json")) == \
+    assert sorted(p.name for p in (out / "via-files").glob("rank*.json")) == \
         [f"rank{r:05d}.json" for r in range(4)]
 
 

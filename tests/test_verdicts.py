@@ -247,6 +247,7 @@ def test_the_speed_interval_is_distribution_free_and_holds_the_median() -> None:
 
 
 # -- what every surface leads with ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_every_text_surface_leads_with_the_sentence_and_the_advisor_runs_on_both_sides() -> None:
     inp = gw.examples.homography_inputs(batch=2, height=8, width=8)
     d = gw.compare(gw.examples.homography_repeat, gw.examples.homography_broadcast, **inp,
@@ -287,6 +288,7 @@ def test_the_verdicts_survive_a_round_trip_and_a_hostile_file() -> None:
         assert "graphwidget diff" in static_diff_html(read)
 
 
+@pytest.mark.slow
 def test_a_hostile_timing_never_reaches_the_table() -> None:
     import json
     x = torch.randn(3, requires_grad=True)

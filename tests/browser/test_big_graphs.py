@@ -82,6 +82,7 @@ def every_form() -> GradGraph:
     return g
 
 
+@pytest.mark.slow
 def test_the_view_reads_every_field_python_wrote(watched: Any, tmp_path: Path) -> None:
     g = every_form()
     forms = {k for blk in ("nodes", "edges") for c in packed.Packer().graph(g)[blk].values() if isinstance(c, dict)
@@ -98,6 +99,7 @@ def test_the_view_reads_every_field_python_wrote(watched: Any, tmp_path: Path) -
     w.assert_clean()
 
 
+@pytest.mark.slow
 def test_diff_and_widget_read_the_same_payload(watched: Any, tmp_path: Path) -> None:
     import graphwidget as gw
     a = from_dict(fx.random_dag(300, seed=1))
@@ -121,6 +123,7 @@ def damaged(g: GradGraph, change: Any) -> bytes:
     return gzip.compress(raw, 6, mtime=0)
 
 
+@pytest.mark.slow
 def test_a_hostile_or_oversized_payload_is_refused_in_the_page(watched: Any, tmp_path: Path) -> None:
     g = from_dict(fx.random_dag(200, seed=1))
 
@@ -206,7 +209,7 @@ def test_a_graph_longer_than_any_string_as_json_opens(watched: Any, tmp_path: Pa
     g = big_dag(n, code_width)
     legacy = g.to_json(version=1).encode("ascii")
     assert len(legacy) > past * MAX_STRING, "the graph must be at least this far past what the JSON payload held"
-    old = with_payload(tmp_path, gzip.compress(legacy, 1, mtime=0), "old.html")
+    old = with_payload(tmp_path, gzip.compress(legacy, 1, mtime=0), "old.html") if past > 1.0 else None
     del legacy
     w = open_page(watched, export_html(g, tmp_path / "big.html"), timeout=300_000)
     assert w.page.get_attribute(".graphwidget-root", "data-gw-state") == "ready"
@@ -218,6 +221,8 @@ def test_a_graph_longer_than_any_string_as_json_opens(watched: Any, tmp_path: Pa
     w.page.screenshot(path=str(SCREENS / f"big_graph_{n}_{code_width}.png"))
     w.assert_clean()
     w.close()
+    if old is None:
+        return  # an old payload just past the longest string: test_an_old_payload_past_the_longest_string_says_so
     # the same graph as the old payload: refused in words, where Chromium's TextDecoder alone returned ""
     w = open_page(watched, old, timeout=300_000)
     assert "longer than this browser can hold in one string" in error_text(w)

@@ -109,6 +109,7 @@ def test_wheel_scrolls_the_page_unless_ctrl_or_clicked_into(watched: Any) -> Non
     w.assert_clean()
 
 
+@pytest.mark.slow
 def test_resize_refits_an_unmoved_view_and_keeps_the_centre_of_a_moved_one(watched: Any) -> None:
     graph = fx.random_dag(40, seed=3)
 

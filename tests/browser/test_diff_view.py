@@ -133,6 +133,7 @@ def test_not_equivalent_is_a_loud_banner(watched: Any, tmp_path: Path) -> None:
     w.assert_clean()
 
 
+@pytest.mark.slow
 def test_changes_tab_rows_and_click_selects_both_sides(watched: Any, tmp_path: Path) -> None:
     w = open_diff(watched, tmp_path, dfx.small_pair())
     page = w.page

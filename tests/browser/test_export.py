@@ -308,6 +308,7 @@ def test_pan_zoom_and_fit(watched: Any, tmp_path: Path) -> None:
     w.assert_clean()
 
 
+@pytest.mark.slow
 def test_charts_hook_inlines_plotly_and_stays_offline(watched: Any, tmp_path: Path) -> None:
     go = pytest.importorskip("plotly.graph_objects")
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))
@@ -454,6 +455,7 @@ _NAVIGATE = """async () => {
 }"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("charts", [False, True], ids=["viewer", "with-charts"])
 def test_csp_blocks_form_submission_and_base_changes(watched: Any, tmp_path: Path, charts: bool) -> None:
     """default-src 'none' stops fetches but not navigation: a form submitted to another site, or a <base> element

@@ -14,6 +14,7 @@ from pagekit import wait_ready
 import graphwidget as gw
 
 
+@pytest.mark.slow
 def test_chart_labels_from_a_hostile_graph_are_text(watched: Any, tmp_path: Path) -> None:
     pytest.importorskip("plotly")
     from test_files import hostile_graph
@@ -110,6 +111,7 @@ def render_problems(w: Any, path: Path) -> List[str]:
     return problems + w.errors
 
 
+@pytest.mark.slow
 def test_every_document_load_json_accepts_renders(watched: Any, tmp_path: Path) -> None:
     """Every field of a real profiled graph (nodes, saved tensors, outputs, the leaf tensor, edges and their
     ``also``, meta, a finding) set to values of every JSON type: what load_json accepts, the exported viewer draws
@@ -159,6 +161,7 @@ def test_a_dtype_the_viewer_cannot_draw_never_reaches_it(tmp_path: Path) -> None
 HOSTILE_LABEL = '<a href="https://example.com">x</a>'
 
 
+@pytest.mark.slow
 def test_diff_chart_labels_are_text(watched: Any, tmp_path: Path) -> None:
     """Diff.figure() put the two labels into the chart's title unescaped: exported, the title held a live link to
     example.com. Now every text plotly draws (title, legend, axis tick labels from op names, hover text) shows the

@@ -46,6 +46,7 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / name), full_page=True)
 
 
+@pytest.mark.slow
 def test_one_pane_per_side_the_reference_once_side_by_side(watched: Any, tmp_path: Path, nway: gw.MultiDiff) -> None:
     d = nway
     w = open_page(watched, d.export_html(tmp_path / "nway.html"))
@@ -158,6 +159,7 @@ def test_pan_and_zoom_follow_in_every_pane(watched: Any, tmp_path: Path, nway: g
     w.assert_clean()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 1000, 800])
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_screens_light_and_dark_wrapping_when_narrow(watched: Any, tmp_path: Path, nway: gw.MultiDiff,

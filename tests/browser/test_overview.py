@@ -111,6 +111,7 @@ def check_first_view(page: Any, what: str) -> Dict[str, Any]:
     return st
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("name,how", CASES)
 def test_first_view_is_the_whole_model_legible(watched: Any, pages: Dict[str, Path], name: str, how: str,
@@ -209,6 +210,7 @@ def blank_status_badges(page: Any, side: str) -> List[Dict[str, Any]]:
         return blank; }""", side)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_seed_diff_opens_fitted_and_legible(watched: Any, pages: Dict[str, Path], scheme: str) -> None:
     for width in WIDTHS:
@@ -302,6 +304,7 @@ def test_wheel_inside_a_frame_scrolls_the_host_page(watched: Any, pages: Dict[st
 
 
 
+@pytest.mark.slow
 def test_a_notebook_output_column_keeps_the_toolbar_whole_and_gives_the_diff_panes_the_height(
         watched: Any, pages: Dict[str, Path]) -> None:
     """JupyterLab in a 1000 px window gives an output ~570 px wide; a diff widget there is 600 px tall. Its toolbar

@@ -111,6 +111,7 @@ def test_selected_from_python_selects_and_centres(watched: Any) -> None:
     w.assert_clean()
 
 
+@pytest.mark.slow
 def test_selected_set_before_display_and_inside_a_group(watched: Any) -> None:
     g = fx.chain(30_000)
     widget = GraphWidget(g, selected=15_000)

@@ -1,6 +1,8 @@
 """Helpers for the real-JupyterLab tests: the server record, an offline Chromium page, and ``LabNotebook``."""
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -30,11 +32,10 @@ def missing_prerequisite() -> Optional[str]:
         return "Chromium not found (apt-get install -y chromium)"
     if not BUNDLE.exists():
         return f"widget bundle {BUNDLE.relative_to(REPO)} not built (cd js && npm install && npm run build)"
-    try:
-        import jupyterlab  # noqa: F401
-        import playwright.sync_api  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - dev extras missing
-        return f"{exc.name} not installed"
+    # find_spec, not import: importing jupyterlab takes seconds, and this runs when pytest collects the module
+    for name in ("jupyterlab", "playwright"):
+        if importlib.util.find_spec(name) is None:  # pragma: no cover - dev extras missing
+            return f"{name} not installed (pip install -e '.[dev]')"
     return None
 
 
@@ -44,12 +45,12 @@ def missing_notebook7() -> Optional[str]:
     if reason is not None:
         return reason
     try:
-        import notebook
-    except ImportError:  # pragma: no cover - dev extras missing
+        version = importlib.metadata.version("notebook")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - dev extras missing
         return "notebook (Jupyter Notebook 7) not installed (pip install -e '.[dev]')"
-    major = str(getattr(notebook, "__version__", "0")).split(".")[0]
+    major = version.split(".")[0]
     if not major.isdigit() or int(major) < 7:
-        return f"notebook {getattr(notebook, '__version__', '?')} is not Notebook 7 (pip install 'notebook>=7')"
+        return f"notebook {version} is not Notebook 7 (pip install 'notebook>=7')"
     return None
 
 

@@ -175,7 +175,8 @@ def big_dag(n: int, code_width: int, seed: int = 0) -> GradGraph:
     """A traced-looking DAG built straight into a GradGraph (fast enough for a million nodes): node k takes one to
     three inputs among the eight made before it, module paths layers.{i}.{attn,mlp}, a unique code line per node
     padded to ``code_width`` characters, a few shapes shared between nodes."""
-    rng = random.Random(seed)
+    # rng.random() scaled, not randrange/randint: those cost more than everything else here at a million nodes
+    rnd = random.Random(seed).random
     ops = ["AddBackward0", "MulBackward0", "MmBackward0", "ReluBackward0", "TanhBackward0", "ViewBackward0",
            "SumBackward0", "CatBackward0", "ExpandBackward0", "SelectBackward0"]
     outs = [[{"shape": [8, w], "dtype": "float32", "device": "cpu"}] for w in (64, 128, 4096)]
@@ -183,9 +184,9 @@ def big_dag(n: int, code_width: int, seed: int = 0) -> GradGraph:
     edges: List[Tuple[int, int, Dict[str, Any]]] = []
     used = bytearray(n)
     for k in range(n):
-        leaf = k < 3 or rng.random() < 0.06
-        op = "AccumulateGrad" if leaf else ops[rng.randrange(len(ops))]
-        out = outs[rng.randrange(3)]
+        leaf = k < 3 or rnd() < 0.06
+        op = "AccumulateGrad" if leaf else ops[int(rnd() * len(ops))]
+        out = outs[int(rnd() * 3)]
         mod = f"layers.{k // 40}.{'attn' if (k // 20) % 2 == 0 else 'mlp'}"
         code = f"h{k} = {op[:-9].lower()}(h{k - 1})"
         nodes.append({"op": op, "kind": "leaf" if leaf else "backward", "outputs": out, "saved": [], "attrs": {},
@@ -193,7 +194,8 @@ def big_dag(n: int, code_width: int, seed: int = 0) -> GradGraph:
                       if leaf else None, "source": f"model.py:{10 + k % 300}", "code": code.ljust(code_width),
                       "module": mod, "seq": None if leaf else k, "grad_bytes": 4 * 8 * out[0]["shape"][1]})
         if not leaf:
-            for slot, j in enumerate(sorted({rng.randrange(max(0, k - 8), k) for _ in range(rng.randint(1, 3))})):
+            lo = max(0, k - 8)
+            for slot, j in enumerate(sorted({lo + int(rnd() * (k - lo)) for _ in range(1 + int(rnd() * 3))})):
                 edges.append((j, k, {"output": 0, "slot": slot, "shape": nodes[j]["outputs"][0]["shape"],
                                      "dtype": "float32", "also": None}))
                 used[j] = 1

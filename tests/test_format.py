@@ -72,6 +72,23 @@ def test_round_trip_of_a_random_dag_and_awkward_values() -> None:
     assert back.to_json() == a.to_json()
 
 
+def test_column_forms_follow_the_json_text() -> None:
+    """Rows share a table entry or a constant exactly when they write the same JSON, whatever path finds it: the
+    constant shortcuts (one scalar type, empty containers), nested values, and a str subclass inside one (keyed by
+    repr, as the bytes it is otherwise keyed by cannot hold it)."""
+    class Name(str):
+        pass
+
+    assert encode_column([[], [], []]) == {"const": []} and encode_column([{}, {}]) == {"const": {}}
+    assert encode_column([None] * 4) == {"const": None} and encode_column([True] * 3) == {"const": True}
+    assert encode_column([1, True, 1, 1]) == {"table": [1, True], "index": [0, 1, 0, 0]}
+    assert encode_column([[], {}, [], []]) == {"table": [[], {}], "index": [0, 1, 0, 0]}
+    nested = [[1], [1.0], [True], [1], [1.0], [True], [1], [1]]
+    assert encode_column(nested) == {"table": [[1], [1.0], [True]], "index": [0, 1, 2, 0, 1, 2, 0, 0]}
+    col = encode_column([{"name": Name("x")}, {"name": "x"}, {"name": Name("y")}, {"name": "x"}, {"name": "x"}])
+    assert json.dumps(col) == '{"table": [{"name": "x"}, {"name": "y"}], "index": [0, 0, 1, 0, 0]}'
+
+
 def test_files_are_compact() -> None:
     """The issue's bound: at most 150 bytes per node on the benchmark's random DAG (version 1: ~500)."""
     a, _ = random_pair(20_000)

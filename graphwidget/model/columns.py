@@ -17,6 +17,7 @@ when something is wrong is the offending row looked up, and the message is the o
 from __future__ import annotations
 
 import itertools
+import marshal
 import operator
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -36,7 +37,13 @@ def _intern_keys(values: List[Any], types: set) -> List[Any]:
         return values
     if types <= {str, int, float, bool, _NONE}:
         return list(zip(map(type, values), values))
-    return list(map(repr, values))  # lists and dicts: repr keeps types, key order and nesting
+    # lists and dicts: their bytes in marshal's format keep types, key order and nesting like repr, and are written
+    # faster; version 2 has no back-references, so equal values always give equal bytes. A value marshal does not
+    # know (a str subclass, say) falls back to repr.
+    try:
+        return list(map(marshal.dumps, values, itertools.repeat(2)))
+    except ValueError:
+        return list(map(repr, values))
 
 
 def encode_column(values: List[Any]) -> Any:
@@ -45,17 +52,30 @@ def encode_column(values: List[Any]) -> Any:
     if n == 0:
         return []
     types = set(map(type, values))
+    if len(types) == 1 and (types <= _SCALARS and values.count(values[0]) == n
+                            or types <= {list, dict} and not any(values)):
+        # every row holds one value (a scalar of one type: equal is the same JSON; or every row an empty list or
+        # object): found without building a key per row, as most columns of a big graph are constant
+        return {"const": values[0]}
     keys = _intern_keys(values, types)
     distinct = dict.fromkeys(keys)  # first appearance order
     if len(distinct) == 1:
         return {"const": values[0]}
     if len(distinct) * 2 <= n:
         pos = {k: i for i, k in enumerate(distinct)}
-        one = dict(zip(keys, values))  # a value per key (values with one key write the same JSON)
-        return {"table": [one[k] for k in distinct], "index": list(map(pos.__getitem__, keys))}
+        if keys is values:
+            table = list(distinct)
+        else:
+            one = dict(zip(keys, values))  # a value per key (values with one key write the same JSON)
+            table = [one[k] for k in distinct]
+        return {"table": table, "index": list(map(pos.__getitem__, keys))}
     if types == {int} and n > 1:
         return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
     return values
+
+
+#: Types whose values are equal exactly when they write the same JSON (within one type).
+_SCALARS = {str, int, bool, _NONE}
 
 
 # -- reading ----------------------------------------------------------------------------------------------------------

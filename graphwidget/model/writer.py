@@ -15,7 +15,7 @@ import json
 from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .._util.gc import gc_paused
 from . import schema
@@ -77,16 +77,31 @@ def _columns(graph: "GradGraph") -> Tuple[Dict[str, Any], Dict[str, Any]]:
     node, succ, _ = adjacency(graph.nx)
     attrs = list(node.values())
     nodes: Dict[str, Any] = {"count": len(attrs), "id": encode_column(list(node))}
-    for k in schema.node_keys(graph.meta):
-        nodes[k] = encode_column(_field(attrs, k))
+    keys = schema.node_keys(graph.meta)
+    for k, values in zip(keys, _fields(attrs, keys)):
+        nodes[k] = encode_column(values)
     # in the order networkx iterates them (by source, then target): the order the reader rebuilds
     src = list(chain.from_iterable(map(repeat, succ, map(len, succ.values()))))
     tgt = list(chain.from_iterable(succ.values()))
     eattrs = list(chain.from_iterable(map(dict.values, succ.values())))
     edges: Dict[str, Any] = {"count": len(src), "source": encode_column(src), "target": encode_column(tgt)}
-    for k in schema.EDGE_KEYS:
-        edges[k] = encode_column(_field(eattrs, k))
+    for k, values in zip(schema.EDGE_KEYS, _fields(eattrs, schema.EDGE_KEYS)):
+        edges[k] = encode_column(values)
     return nodes, edges
+
+
+def _fields(records: List[Dict[str, Any]], keys: Sequence[str]) -> List[List[Any]]:
+    """:func:`_field` of each key. The keys the first record has are read in one pass over the records (a tuple per
+    record, then transposed): one visit per record rather than one per key and record, which on big graphs costs
+    more than the encoding."""
+    have = [k for k in keys if records and k in records[0]]
+    got: Dict[str, List[Any]] = {}
+    if len(have) > 1:
+        try:
+            got = dict(zip(have, map(list, zip(*map(itemgetter(*have), records)))))
+        except KeyError:  # a record without one of them: key by key
+            pass
+    return [got[k] if k in got else _field(records, k) for k in keys]
 
 
 def _field(records: List[Dict[str, Any]], key: str) -> List[Any]:
@@ -108,13 +123,22 @@ def iter_json(graph: "GradGraph") -> Iterator[str]:
         yield f',"{name}":'
         for key, col in block.items():
             yield f'{sep}"{key}":'
-            yield dumps(col)
+            yield _column_text(col, dumps)
             sep = ","
         yield "}"
     if graph.findings is not None:
         yield ',"findings":'
         yield dumps(graph.findings)
     yield "}"
+
+
+def _column_text(col: Any, dumps: Callable[[Any], str]) -> str:
+    """``dumps(col)``, with a table's index (a row count of small integers) written from the text of each of its
+    values, made once per table entry rather than once per row."""
+    if isinstance(col, dict) and "index" in col:
+        digits = list(map(str, range(len(col["table"]))))
+        return f'{{"table":{dumps(col["table"])},"index":[{",".join(map(digits.__getitem__, col["index"]))}]}}'
+    return dumps(col)
 
 
 def to_json(graph: "GradGraph", indent: Optional[int] = None, core: Any = None,

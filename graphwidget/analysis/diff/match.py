@@ -33,7 +33,9 @@ whole graph (:class:`_Rounds`). Torch-free: works on graphs read back with ``loa
 from __future__ import annotations
 
 import heapq
+import operator
 from collections import Counter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..._util.gc import gc_paused
@@ -68,7 +70,8 @@ class _Side:
         node, _, pred = adjacency(graph.nx)
         ids = list(node)
         n = len(ids)
-        identity = ids == list(range(n))  # captured and loaded graphs: ids 0..n-1 in order, positions are ids
+        # captured and loaded graphs: ids 0..n-1 in order, positions are ids
+        identity = all(map(operator.eq, ids, range(n)))
         if not identity:
             ids.sort()
         pos: Any = None if identity else {i: k for k, i in enumerate(ids)}
@@ -86,10 +89,11 @@ class _Side:
         leaves: List[int] = []  # AccumulateGrad nodes without inputs, and their names
         leaf_names: List[Optional[str]] = []
         sigs: Dict[_Sig, _Sig] = {}  # interned signatures
-        single: Dict[Tuple[int, int], _Sig] = {}  # one input's (slot, output) -> its interned signature
-        # (slot, output) of each edge record in the graph's order -> the signature in slot order and the permutation
-        # to it (None: already in order), or (None, None) when two records share a slot (the general path sorts)
-        orders: Dict[_Sig, Tuple[Optional[_Sig], Optional[Tuple[int, ...]]]] = {}
+        # (slot, output, also) of each edge record in the graph's order -> the signature in slot order and the
+        # permutation to it (None: already in order), or (None, None) when two records share a slot or one has other
+        # uses (the general path sorts)
+        orders: Dict[Tuple[Any, ...], Tuple[Optional[_Sig], Optional[Tuple[int, ...]]]] = {}
+        fields = _EDGE_FIELDS
         add_op, add_shape, add_pin, add_sig, add_ups, add_label = (op.append, shape.append, pin.append, sig.append,
                                                                  ups.append, label.append)
         intern = labels.setdefault
@@ -118,42 +122,36 @@ class _Side:
                     leaf_names.append(name)
                 add_label(intern((o, sh, name), len(labels)))
                 continue
-            if len(pd) == 1:  # most nodes: one input, one edge record
+            if len(pd) == 1:  # most nodes: one input
                 ((u, e),) = pd.items()
                 p = u if identity else pos[u]
                 downs[p].append(k)
                 up = (p,)
-                if not e.get("also"):
-                    add_ups(up)
-                    add_pin(up)
-                    one = (e.get("slot") or 0, e.get("output") or 0)
-                    g1 = single.get(one)
-                    if g1 is None:
-                        g1 = single[one] = sigs.setdefault((one,), (one,))
-                    add_sig(g1)
-                    add_label(intern((o, sh, g1), len(labels)))
-                    continue
+                # each edge record's (slot, output, also), read in one call: a pattern (a handful of distinct ones)
+                # gives the signature in slot order and the permutation to it
+                try:
+                    raw: Tuple[Any, ...] = (fields(e),)
+                    got = orders.get(raw)
+                except (KeyError, TypeError):  # a record without one of them, or with other uses (a list)
+                    got = _GENERAL
             else:
                 up = tuple(pd) if identity else tuple([pos[u] for u in pd])
                 for p in up:
                     downs[p].append(k)
-                slots: List[Tuple[int, int]] = []
-                for e in pd.values():
-                    if e.get("also"):
-                        break
-                    slots.append((e.get("slot") or 0, e.get("output") or 0))
-                else:  # one record per input (the usual case): the signature and its order are known per pattern
-                    key: _Sig = tuple(slots)
-                    got = orders.get(key)
-                    if got is None:
-                        got = orders[key] = _in_slot_order(key, sigs)
-                    g, perm = got
-                    if g is not None:
-                        add_ups(up)
-                        add_pin(up if perm is None else tuple([up[i] for i in perm]))
-                        add_sig(g)
-                        add_label(intern((o, sh, g), len(labels)))
-                        continue
+                try:
+                    raw = tuple(map(fields, pd.values()))
+                    got = orders.get(raw)
+                except (KeyError, TypeError):
+                    got = _GENERAL
+            if got is None:
+                got = orders[raw] = _in_slot_order(raw, sigs)
+            g, perm = got
+            if g is not None:  # one record per input and no two on one slot (the usual case)
+                add_ups(up)
+                add_pin(up if perm is None else tuple([up[i] for i in perm]))
+                add_sig(g)
+                add_label(intern((o, sh, g), len(labels)))
+                continue
             plist: List[Tuple[int, int, int]] = []
             for u, e in pd.items():
                 p = u if identity else pos[u]
@@ -240,14 +238,24 @@ class _Side:
         return table.get(op, [])
 
 
-def _in_slot_order(key: _Sig, sigs: Dict[_Sig, _Sig]) -> Tuple[Optional[_Sig], Optional[Tuple[int, ...]]]:
-    """For edge records with these (slot, output) in the graph's order: the interned signature in slot order and
-    the permutation that sorts the inputs (None when already sorted); (None, None) when two records tie."""
+def _in_slot_order(raw: Tuple[Any, ...], sigs: Dict[_Sig, _Sig]) -> Tuple[Optional[_Sig], Optional[Tuple[int, ...]]]:
+    """For edge records with these (slot, output, also) in the graph's order: the interned signature in slot order
+    and the permutation that sorts the inputs (None when already sorted); (None, None) when two records tie or one
+    has other uses (``also``)."""
+    if any(also for _, _, also in raw):
+        return _GENERAL
+    key = tuple([(slot or 0, output or 0) for slot, output, _ in raw])
     if len(set(key)) != len(key):
-        return None, None
+        return _GENERAL
     perm = sorted(range(len(key)), key=key.__getitem__)
     g = tuple([key[i] for i in perm])
     return sigs.setdefault(g, g), (None if perm == list(range(len(key))) else tuple(perm))
+
+
+#: What the fast path of :class:`_Side` reads from an edge record.
+_EDGE_FIELDS = itemgetter("slot", "output", "also")
+#: :func:`_in_slot_order` for records the general path reads.
+_GENERAL: Tuple[None, None] = (None, None)
 
 
 def _shape(o: Any) -> Optional[Tuple[int, ...]]:
@@ -415,8 +423,10 @@ def _hash_into(side: _Side, table: Dict[Any, int], h: List[int], order: Iterable
             key: Tuple[int, ...] = (label[k], h[pk[0]])
         elif not pk:
             key = (label[k],)
+        elif len(pk) == 2:
+            key = (label[k], h[pk[0]], h[pk[1]])
         else:
-            key = (label[k], *[h[p] for p in pk])
+            key = (label[k], *map(h.__getitem__, pk))
         h[k] = intern(key, len(table))
 
 
@@ -469,7 +479,8 @@ def _identical(m: Matching, ha: List[int], hb: List[int], free_a: List[int], fre
 def _spread_up(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how: str) -> None:
     """Two nodes with the same input hash have the same inputs, slot by slot: match them too."""
     stack = [(a, b)]
-    pa, pb, ab, ba, add = m.A.pin, m.B.pin, m.ab, m.ba, m.add
+    pa, pb, ab, ba, found = m.A.pin, m.B.pin, m.ab, m.ba, m.how
+    count = 0
     while stack:
         x, y = stack.pop()
         px, py = pa[x], pb[y]
@@ -477,8 +488,10 @@ def _spread_up(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how: s
             continue
         for u, v in zip(px, py):
             if ab[u] < 0 and ba[v] < 0 and ha[u] == hb[v]:
-                add(u, v, how)
+                ab[u], ba[v], found[u] = v, u, how  # Matching.add, inline: most pairs of a big diff are found here
+                count += 1
                 stack.append((u, v))
+    m.count += count
 
 
 def _spread_down(m: Matching, ha: List[int], hb: List[int], a: int, b: int, how: str) -> None:

@@ -87,6 +87,9 @@ def test_column_forms_follow_the_json_text() -> None:
     assert encode_column(nested) == {"table": [[1], [1.0], [True]], "index": [0, 1, 2, 0, 1, 2, 0, 0]}
     col = encode_column([{"name": Name("x")}, {"name": "x"}, {"name": Name("y")}, {"name": "x"}, {"name": "x"}])
     assert json.dumps(col) == '{"table": [{"name": "x"}, {"name": "y"}], "index": [0, 0, 1, 0, 0]}'
+    # equal as numbers, different as JSON: -0.0 keeps its sign, in a table and nested
+    assert encode_column([0.0, -0.0, 0.0, 0.0, -0.0, 0.0]) == {"table": [0.0, -0.0], "index": [0, 1, 0, 0, 1, 0]}
+    assert encode_column([[0.0], [-0.0], [0.0], [-0.0]]) == {"table": [[0.0], [-0.0]], "index": [0, 1, 0, 1]}
 
 
 def test_files_are_compact() -> None:

@@ -36,6 +36,8 @@ def _intern_keys(values: List[Any], types: set) -> List[Any]:
     if types <= {str, _NONE} or types <= {int, _NONE}:
         return values
     if types <= {str, int, float, bool, _NONE}:
+        if float in types:  # 0.0 == -0.0, yet they write different JSON: a float is keyed by its text
+            return [(float, repr(v)) if type(v) is float else (type(v), v) for v in values]
         return list(zip(map(type, values), values))
     # lists and dicts: their bytes in marshal's format keep types, key order and nesting like repr, and are written
     # faster; version 2 has no back-references, so equal values always give equal bytes. A value marshal does not

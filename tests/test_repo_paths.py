@@ -94,16 +94,31 @@ def test_every_repository_path_named_in_the_repository_exists():
 
 def test_nothing_names_folders_beside_the_checkout():
     """Material kept beside the repository on a developer's machine is not part of it: no file names a folder that
-    sits next to the checkout (``../<folder>``) or a file inside one (``<folder>/<entry>``), which a reader of the
-    project cannot open."""
-    names = []
-    for d in sorted(ROOT.parent.iterdir()):
-        if d.is_dir() and d != ROOT:
-            names.append(f"../{d.name}")
+    sits next to the checkout (``../<folder>`` leading out of the repository from where the file is) or a file inside
+    one (``<folder>/<entry>`` on its own, not inside a longer path), which a reader of the project cannot open.
+
+    The folders are found on disk, so what sits beside a checkout varies (a clone in /tmp has every temporary folder
+    as a neighbour): a relative path that stays inside the repository (``../nway`` from js/src/entries) and a longer
+    path that merely ends in a neighbour's name (``/tmp/gw-shots/x.png``, written by a test) are not hits."""
+    root = ROOT.resolve()
+    neighbours = {}
+    for d in sorted(root.parent.iterdir()):
+        if d.is_dir() and d != root:
             try:
-                names += [f"{d.name}/{e.name}" for e in d.iterdir()]
+                neighbours[d.name] = [e.name for e in d.iterdir()]
             except OSError:
-                pass
+                neighbours[d.name] = []
     texts = {p: (ROOT / p).read_text(encoding="utf-8", errors="replace") for p in _texts()}
-    hits = [(p, n) for p, text in texts.items() for n in names if n in text]
+    hits = []
+    for p, text in texts.items():
+        here = (root / p).parent
+        for name, entries in neighbours.items():
+            if name not in text:
+                continue
+            for m in re.finditer(r"((?:\.\./)+)" + re.escape(name) + r"(?![\w.-])", text):
+                if not (here / m.group(1) / name).resolve().is_relative_to(root):
+                    hits.append((p, m.group(0)))
+            for e in entries:
+                if re.search(r"(?<![\w./-])" + re.escape(f"{name}/{e}"), text):
+                    hits.append((p, f"{name}/{e}"))
     assert not hits, f"material outside the repository named in {hits}"

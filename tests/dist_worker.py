@@ -1,9 +1,9 @@
 """One rank of the distributed tests (tests/test_ranks.py launches it with torchrun --nproc_per_node=4, gloo).
 
 ``python -m torch.distributed.run --standalone --nproc_per_node=4 tests/dist_worker.py SCENARIO[,SCENARIO...] OUT_DIR``:
-every rank runs each SCENARIO in turn and writes what it saw to ``OUT_DIR/result<rank>.json`` (``OUT_DIR/SCENARIO/``
-when there are several) (and exits 0 even when graphwidget
-raised, so that torchrun does not kill the other ranks: the test wants to see how each one stopped). Rank 0 also
+every rank runs each SCENARIO in turn and writes what it saw to ``OUT_DIR/result<rank>.json``, or
+``OUT_DIR/SCENARIO/result<rank>.json`` when there are several. It exits 0 even when graphwidget raised, so that
+torchrun does not kill the other ranks: the test wants to see how each one stopped. Rank 0 also
 writes the RankSet's record and the N-way export. Line numbers the test checks are marked ``# LINE:<name>``.
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Tuple
 
 import pytest
 import torch
@@ -37,19 +37,24 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
                                 reason="torch.distributed with gloo is not available")
 
 
-def launch(scenario: str, out: Path, timeout: float = 400, each: Sequence[str] = ()) -> Dict[int, Dict[str, Any]]:
-    """torchrun --standalone --nproc_per_node=4 dist_worker.py SCENARIO OUT; every rank's result (``each``: several
-    scenarios, comma-separated in ``scenario``, whose results :func:`shared` reads)."""
+#: Every test that starts torchrun runs in one xdist worker, one job at a time: two `--standalone` jobs started
+#: together can fail to set up their process group.
+TORCHRUN = "torchrun-jobs"
+
+
+def torchrun(scenarios: str, out: Path, timeout: float = 400) -> str:
+    """torchrun --standalone --nproc_per_node=4 dist_worker.py SCENARIOS OUT; what to show if a rank wrote nothing."""
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4", str(WORKER),
-           scenario, str(out)]
+           scenarios, str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    why = f"(torchrun exit {proc.returncode}):\n{proc.stderr[-4000:]}"
-    if each:
-        _shared["stderr"] = why
-        return {}
-    return read_results(out, why)
+    return f"(torchrun exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+
+
+def launch(scenario: str, out: Path) -> Dict[int, Dict[str, Any]]:
+    """One scenario in a torchrun of its own; every rank's result."""
+    return read_results(out, torchrun(scenario, out))
 
 
 def read_results(out: Path, why: str) -> Dict[int, Dict[str, Any]]:
@@ -71,10 +76,9 @@ def shared(scenario: str, tmp_path_factory: pytest.TempPathFactory) -> Tuple[Dic
     """The results of ``scenario`` from the one launch of :data:`SHARED` in this process, and its output folder."""
     if "root" not in _shared:
         root = tmp_path_factory.mktemp("ranks")
-        _shared["root"] = root
-        launch(",".join(SHARED), root, each=SHARED)
+        _shared["root"], _shared["why"] = root, torchrun(",".join(SHARED), root)
     out = _shared["root"] / scenario
-    return read_results(out, _shared.get("stderr", "")), out
+    return read_results(out, _shared["why"]), out
 
 
 def ok(res: Dict[int, Dict[str, Any]]) -> None:
@@ -83,7 +87,7 @@ def ok(res: Dict[int, Dict[str, Any]]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ranks-shared-launch")
+@pytest.mark.xdist_group(TORCHRUN)
 def test_a_rank_that_takes_a_branch_is_found_with_the_line(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     res, out = shared("diverge", tmp_path_factory)
@@ -119,7 +123,7 @@ def test_a_rank_that_takes_a_branch_is_found_with_the_line(
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ranks-shared-launch")
+@pytest.mark.xdist_group(TORCHRUN)
 def test_a_slow_rank_is_the_straggler_at_its_slow_node(tmp_path_factory: pytest.TempPathFactory) -> None:
     res, out = shared("slow", tmp_path_factory)
     ok(res)
@@ -136,7 +140,7 @@ def test_a_slow_rank_is_the_straggler_at_its_slow_node(tmp_path_factory: pytest.
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ranks-shared-launch")
+@pytest.mark.xdist_group(TORCHRUN)
 def test_an_unused_parameter_is_named_for_its_rank(tmp_path_factory: pytest.TempPathFactory) -> None:
     res, out = shared("unused", tmp_path_factory)
     ok(res)
@@ -152,6 +156,7 @@ def test_an_unused_parameter_is_named_for_its_rank(tmp_path_factory: pytest.Temp
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(TORCHRUN)
 def test_a_rank_that_raises_stops_the_others_with_its_error(tmp_path: Path) -> None:
     # No collective inside the step: the others reach graphwidget's wait and stop as soon as rank 2 reports.
     res = launch("raise_nocomm", tmp_path)
@@ -177,6 +182,7 @@ def test_a_rank_that_raises_stops_the_others_with_its_error(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(TORCHRUN)
 def test_a_rank_that_never_arrives_times_out_everywhere(tmp_path: Path) -> None:
     res = launch("hang", tmp_path)
     named = 0
@@ -195,7 +201,7 @@ def test_a_rank_that_never_arrives_times_out_everywhere(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ranks-shared-launch")
+@pytest.mark.xdist_group(TORCHRUN)
 def test_gradients_are_bit_identical_and_nothing_is_gathered_without_ranks(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     res, out = shared("grads", tmp_path_factory)

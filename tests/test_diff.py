@@ -4,6 +4,7 @@ errors say what was wrong. Real torch throughout; no timing assertions (speed li
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -245,6 +246,49 @@ def test_a_chain_with_an_extra_like_node_pairs_the_one_that_agrees() -> None:
     assert sorted((d.a.node(i)["op"], d.a.node(i)["attrs"].get("dim")) for i in d.removed) == \
         [("RepeatBackward0", None), ("SliceBackward0", 1), ("UnsqueezeBackward0", 1)]
     assert ops(d.b, d.added) == Counter({"UnsqueezeBackward0": 1})
+
+
+def spine_dag(n: int, retyped: Set[int]) -> torch.Tensor:
+    """A random DAG of like nodes (one shape, unnamed leaves) on a spine: each op reads the op made last and up to two
+    of the 9 values made last, so every node depends on every edit below it; the one-input ops numbered in
+    ``retyped`` subtract a number instead of multiplying by one."""
+    rng = random.Random(0)
+    vals = [torch.randn(4, requires_grad=True) for _ in range(3)]
+    made = 2
+    for k in range(n):
+        if rng.random() < 0.06:
+            vals.append(torch.randn(4, requires_grad=True))
+            continue
+        last = len(vals) - 1
+        ins = sorted({made, *(rng.randrange(max(0, last - 8), last + 1) for _ in range(rng.randint(0, 2)))})
+        made = last + 1
+        a = vals[ins[0]]
+        if len(ins) == 1:
+            y = a - 0.25 if k in retyped else a * 2.0
+        elif len(ins) == 2:
+            y = a + vals[ins[1]]
+        else:
+            y = torch.add(a, vals[ins[1]], alpha=2.0) - vals[ins[2]]
+        vals.append(y)
+    return sum(vals[-4:]).sum()
+
+
+@pytest.mark.parametrize("edits", [150, 400])
+def test_many_retyped_ops_on_a_spine_cost_only_themselves(edits: int) -> None:
+    # Every node depends on every edit below it and feeds every edit above it, so neither identical-sub-DAG hash
+    # reaches between two edits: the extension must carry the matching from edit to edit (it once stopped after a
+    # fixed number of rounds and left most of such a graph unmatched). A re-typed node (a different op) is removed
+    # and added; every other node pairs with the node an in-step walk of both graphs pairs it with.
+    n = 2000
+    ga = gw.capture(spine_dag(n, set()))
+    gb = gw.capture(spine_dag(n, set(random.Random(1).sample(range(n // 10, n), edits))))
+    d = gw.diff(ga, gb)
+    walked = parallel_pairs(ga, gb, set(), set())
+    retyped = {(a, b) for a, b in walked if ga.node(a)["op"] != gb.node(b)["op"]}
+    assert len(retyped) >= edits // 10  # only one-input ops are re-typed
+    assert set(map(tuple, d.matched)) == walked - retyped
+    assert sorted(d.removed) == sorted(a for a, _ in retyped)
+    assert sorted(d.added) == sorted(b for _, b in retyped)
 
 
 @pytest.mark.slow

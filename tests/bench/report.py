@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/report.py                      # quick modes; writes docs/performance.md
     .venv/bin/python tests/bench/report.py --full               # each script's full mode (much longer)
+    .venv/bin/python tests/bench/report.py --scale              # quick modes plus million-node runs (issue 20)
     .venv/bin/python tests/bench/report.py --only capture diff --out /tmp/perf.md
 
 docs/performance.md is the one place that holds measured numbers; the other docs link to it. Nothing here judges the
@@ -37,6 +38,8 @@ class Bench(NamedTuple):
     quick: Tuple[str, ...]
     full: Tuple[str, ...]
     about: str
+    #: with --scale, a second run of the script at a million nodes (issue 20's goals), reported in its own section
+    scale: Tuple[str, ...] = ()
 
 
 BENCHES: List[Bench] = [
@@ -48,7 +51,9 @@ BENCHES: List[Bench] = [
           "Python); `python` forces the pure-Python engine. Fan-in: one `torch.cat` of k leaves, which must grow "
           "linearly in k. Targets: the compiled core at most 3x the bare walk from 100k nodes on; pure Python at "
           "most 6x at 1M nodes (full mode with `--python-1m`); `--pipeline 1000000`: capture, save, export and diff "
-          "of two 1M-node DAGs within 8 GB of resident memory."),
+          "of two 1M-node DAGs within 8 GB of resident memory.",
+          ("--sizes", "1000000", "--kinds", "chain", "dag", "--python-1m", "--reps", "1", "--fan-in", "--pipeline",
+           "1000000")),
     Bench("timing", "bench_timing.py", "Timing: `gw.profile` and `torch.profiler`", ("--quick",), (),
           "1: what one more profiled repeat costs against a plain forward+backward (targets: conv net at most "
           "x1.1, 10k-node chain at most x2), and where the chain's repeat goes; 2: the per-node table end to end "
@@ -68,14 +73,16 @@ BENCHES: List[Bench] = [
           "the diff costs), a linear hash-match floor of the same pair in the same run and the ratios to it, peak "
           "resident memory, `to_json` of the result, and how each pair was found; the random DAG also counts "
           "pairs that differ from its recipe. Targets: 10k-node pairs in 1 s, 100k-node pairs (full mode) in "
-          "10 s; with `--sizes 100000 300000 1000000`, 300k within 4.5x the 100k time and 1M random DAGs in 20 s."),
+          "10 s; with `--sizes 100000 300000 1000000`, 300k within 4.5x the 100k time and 1M random DAGs in 20 s.",
+          ("--sizes", "100000", "300000", "1000000", "--kinds", "random", "--repeat", "1")),
     Bench("files", "bench_files.py", "Files: graph JSON size, `to_json`, `load_json` (version 1 vs 2)", ("--quick",),
           (),
           "The random DAG of `bench_diff.py` written by the version 1 writer (records, the compiled core's when "
           "built) and by version 2 (columns), in the same run: bytes per node (and gzip), `to_json`, `json.loads` "
           "of the same text (the floor) and `load_json` (parse and validate; version 2 builds the networkx graph "
           "on first use) with its ratio to the floor, `summary()` of the loaded graph and building networkx. "
-          "Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes (full mode)."),
+          "Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes (full mode).",
+          ("--sizes", "1000000", "--repeat", "1")),
     Bench("advisor", "bench_advisor.py", "Advisor: `advise()` on big graphs", ("--quick",), (),
           "Four traced programs (a tiny-op chain, one big loop, the seed's repeat pattern many times over, a "
           "stack of transformer layers), each advised as traced and again after `load_json`: best of 3 "
@@ -87,7 +94,8 @@ BENCHES: List[Bench] = [
           "machine's load, the wall time does), the view's own decode and layout times; *Expand all* on big "
           "grouped graphs; dagre against our layered layout on the same random DAGs; real models (GPT-2, BERT, "
           "a TransformerEncoder captured with `gw.trace`). Targets: 10k nodes ready in 1.5 s, 100k (grouped; "
-          "full mode) in 5 s; viewer bundle at most 1 MB; at most 200 bytes of data per node."),
+          "full mode) in 5 s; viewer bundle at most 1 MB; at most 200 bytes of data per node.",
+          ("--million", "--repeat", "2")),
     Bench("diff_view", "bench_diff_view.py", "Diff view: load time in Chromium", ("--quick",), (),
           "The side-by-side diff page of two random DAGs (2 % of nodes changed, 1 % removed, 1 % added): first "
           "load in a fresh browser, then median over fresh contexts, CPU of main thread and renderer, the view's "
@@ -206,8 +214,9 @@ def _as_markdown(text: str) -> List[str]:
     return out
 
 
-def run_bench(b: Bench, full: bool, timeout: float) -> Tuple[List[str], float]:
-    args = list(b.full if full else b.quick)
+def run_bench(b: Bench, full: bool, timeout: float, scale: bool = False) -> Tuple[List[str], float]:
+    """Run one script (its quick or full mode; ``scale``: its million-node run) and return its section."""
+    args = list(b.scale if scale else b.full if full else b.quick)
     cmd = [sys.executable, str(BENCH / b.script), *args]
     shown = " ".join([".venv/bin/python", f"tests/bench/{b.script}", *args])
     before = _load()
@@ -223,7 +232,8 @@ def run_bench(b: Bench, full: bool, timeout: float) -> Tuple[List[str], float]:
     took = time.perf_counter() - t0
     after = _load()
     print(f"[report]   {took:.0f} s, exit {code}", flush=True)
-    lines = [f"## {b.title}", "", b.about, "",
+    title = f"{b.title}, at a million nodes" if scale else b.title
+    lines = [f"## {title}", "", b.about, "",
              f"`{shown}` — {took:.0f} s wall; load average (1 / 5 / 15 min) {before} before, {after} after."]
     lines += _as_markdown(stdout)
     if code != 0:
@@ -238,6 +248,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", choices=[b.key for b in BENCHES], help="run only these benchmarks")
     ap.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT.relative_to(ROOT)})")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per script")
+    ap.add_argument("--scale", action="store_true",
+                    help="also run capture, files, diff and viewer at a million nodes (issue 20), each in a section "
+                         "after the script's own")
     a = ap.parse_args()
     chosen = [b for b in BENCHES if not a.only or b.key in a.only]
     start_load, t0 = _load(), time.perf_counter()
@@ -250,6 +263,9 @@ def main() -> None:
     for b in chosen:
         lines, _ = run_bench(b, a.full, a.timeout)
         sections += lines + [""]
+        if a.scale and b.scale:
+            lines, _ = run_bench(b, a.full, a.timeout, scale=True)
+            sections += lines + [""]
     total = time.perf_counter() - t0
     head = [
         "# Performance: every measured number, in one place",
@@ -261,14 +277,16 @@ def main() -> None:
         "How to read it: wall times follow the machine's load (given before and after each script; on a shared "
         "machine other jobs inflate them), CPU times and ratios measured within one run much less. Each script "
         "prints its own targets and verdicts. Quick mode leaves out the biggest sizes (1M-node capture, 100k-node "
-        "diffs and advisor graphs, 100k-node pages); `--full` runs them.",
+        "diffs and advisor graphs, 100k-node pages); `--full` runs them; `--scale` adds a million-node run of capture, "
+        "files, diff and viewer.",
         "",
         "## This run",
         "",
         "| | |",
         "|---|---|",
         f"| date | {started:%Y-%m-%d %H:%M} UTC |",
-        f"| mode | {'full' if a.full else 'quick'}: {', '.join(b.key for b in chosen)}; {total / 60:.0f} min in all |",
+        f"| mode | {'full' if a.full else 'quick'}{' + million-node runs' if a.scale else ''}: "
+        f"{', '.join(b.key for b in chosen)}; {total / 60:.0f} min in all |",
         f"| commit | {commit or 'unknown'}{dirty} |",
         f"| machine | {os.cpu_count()} cores ({_cpu_model()}), {_memory()} memory, {platform.system()} "
         f"{platform.release()} |",

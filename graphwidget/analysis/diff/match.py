@@ -597,12 +597,16 @@ def _walk_up(side: _Side, matched: List[int], start: int) -> Tuple[List[int], in
 
 def _chains(m: Matching, free_a: List[int]) -> None:
     """Below each matched pair, align the unmatched chains that the same input slot leads to (``free_a``: A's
-    unmatched positions)."""
-    A, B, ab, ba = m.A, m.B, m.ab, m.ba
+    unmatched positions). A worklist, consumers first: a node matched here starts chains below it at once, so a long
+    run of unmatched nodes costs one pass, not a pass per node with several inputs."""
+    A, B, ab, ba, rank = m.A, m.B, m.ab, m.ba, m.A.rank
     # only matched consumers of unmatched nodes can start a chain; consumers first: a chain is aligned from its
     # matched upper end
-    starts = {c for a in free_a for c in A.downs[a] if ab[c] >= 0}
-    for x in sorted(starts, key=A.rank.__getitem__, reverse=True):
+    heap = [(-rank[c], c) for c in {c for a in free_a for c in A.downs[a] if ab[c] >= 0}]
+    heapq.heapify(heap)
+    new: List[int] = []  # A's nodes matched while a start is handled: starts themselves
+    while heap:
+        x = heapq.heappop(heap)[1]
         y = ab[x]
         slots_b = {s: p for (s, _), p in zip(B.sig[y], B.pin[y])}
         for (s, _), p in zip(A.sig[x], A.pin[x]):
@@ -616,7 +620,7 @@ def _chains(m: Matching, free_a: List[int]) -> None:
                 ca, ea = _walk_up(A, ab, p)
                 cb, eb = _walk_up(B, ba, q)
                 if ea < 0 or eb < 0 or ab[ea] != eb or len(ca) == len(cb):
-                    p, q = _lockstep(m, p, q)
+                    p, q = _lockstep(m, p, q, new)
                     if p < 0 or ab[p] >= 0 or ba[q] >= 0:
                         continue
                     ca, ea = _walk_up(A, ab, p)
@@ -629,14 +633,22 @@ def _chains(m: Matching, free_a: List[int]) -> None:
             for a, b in _lcs(ca, cb, A, B):
                 if ab[a] < 0 and ba[b] < 0:
                     m.add(a, b, "chain")
+                    new.append(a)
+        for a in new:
+            if len(A.ups[a]) > 1:  # a single-input one was followed by the lockstep or the alignment already
+                heapq.heappush(heap, (-rank[a], a))
+        new.clear()
 
 
-def _lockstep(m: Matching, p: int, q: int) -> Tuple[int, int]:
-    """Match two unmatched chains in step while their ops agree (any length, linear); returns where they part
-    (-1 when one ends: a matched node, a leaf, or a node with several inputs after a match)."""
+def _lockstep(m: Matching, p: int, q: int, new: List[int]) -> Tuple[int, int]:
+    """Match two unmatched chains in step while their ops agree (any length, linear), appending A's matched nodes
+    to ``new``; returns where they part (-1 when one ends: a matched node, a leaf, or a node with several inputs
+    after a match)."""
     A, B, ab, ba = m.A, m.B, m.ab, m.ba
-    while ab[p] < 0 and ba[q] < 0 and A.op[p] == B.op[q]:
+    # the same op with as many inputs, in the same slots: a `sub` of two tensors is not a `sub` of one and a number
+    while ab[p] < 0 and ba[q] < 0 and A.op[p] == B.op[q] and A.sig[p] == B.sig[q]:
         m.add(p, q, "chain")
+        new.append(p)
         up, uq = A.ups[p], B.ups[q]
         if len(up) != 1 or len(uq) != 1:
             return -1, -1
@@ -647,22 +659,27 @@ def _lockstep(m: Matching, p: int, q: int) -> Tuple[int, int]:
 def _lcs(ca: Sequence[int], cb: Sequence[int], A: _Side, B: _Side) -> List[Tuple[int, int]]:
     """Longest common subsequence of two chains' ops; among the longest, the one whose pairs agree on the most
     attributes (of two full slices, the one along the same dim), then the pairs nearest the matched end."""
-    opa, opb = A.op, B.op
+    opa, opb, sa, sb = A.op, B.op, A.sig, B.sig
     la, lb = len(ca), len(cb)
-    if la == lb and all(opa[x] == opb[y] for x, y in zip(ca, cb)):
+    if la == lb and all(opa[x] == opb[y] and sa[x] == sb[y] for x, y in zip(ca, cb)):
         return list(zip(ca, cb))  # the usual case: nothing inserted or removed
-    # one more pair of the same op outweighs any number of agreeing attributes: the common length comes first
-    pair = 1 + min(la, lb) * max([len(A.recs[x].get("attrs") or ()) for x in ca] or [0])
+    # The common length comes first (one more pair outweighs any number of agreeing attributes), then the attributes
+    # (one agreeing attribute outweighs every pair's place), then pairs at the same place counted from either end: of
+    # `mul mul mul` against `sub mul sub mul` (two ops re-typed), the two muls that kept their place, not a shifted two.
+    attr = 1 + min(la, lb)
+    pair = 1 + min(la, lb) * (attr * max([len(A.recs[x].get("attrs") or ()) for x in ca] or [0]) + 1)
 
-    def weight(x: int, y: int) -> int:
-        if opa[x] != opb[y]:
+    def weight(i: int, j: int) -> int:
+        x, y = ca[i], cb[j]
+        if opa[x] != opb[y] or sa[x] != sb[y]:  # as in _lockstep: the same op on as many inputs
             return 0
         ax, ay = A.recs[x].get("attrs") or {}, B.recs[y].get("attrs") or {}
-        return pair + sum(1 for k, v in ax.items() if k in ay and ay[k] == v)
+        return (pair + attr * sum(1 for k, v in ax.items() if k in ay and ay[k] == v)
+                + (i == j or la - i == lb - j))
 
     # table[i][j]: best score of ca[i:] and cb[j:]
     table = [[0] * (lb + 1) for _ in range(la + 1)]
-    w = [[weight(x, y) for y in cb] for x in ca]
+    w = [[weight(i, j) for j in range(lb)] for i in range(la)]
     for i in range(la - 1, -1, -1):
         row, nxt, wi = table[i], table[i + 1], w[i]
         for j in range(lb - 1, -1, -1):

@@ -97,6 +97,8 @@ class _Side:
         add_op, add_shape, add_pin, add_sig, add_ups, add_label = (op.append, shape.append, pin.append, sig.append,
                                                                  ups.append, label.append)
         intern = labels.setdefault
+        shape_of: Dict[Tuple[Any, ...], Tuple[Any, ...]] = {}
+        shapes = shape_of.setdefault
         for k, d in enumerate(recs):
             o = d.get("op") or "?"
             add_op(o)
@@ -109,6 +111,7 @@ class _Side:
                 sh = (tuple(t),) if isinstance(t, list) else (None,)
             else:
                 sh = tuple(_shape(x) for x in outs)
+            sh = shapes(sh, sh)  # one object per distinct shape: a big graph has a handful
             add_shape(sh)
             pd = pred[ids[k]]
             if not pd:

@@ -303,3 +303,31 @@ def test_a_rank_set_opens_coloured_by_each_nodes_spread_over_the_ranks(watched: 
     text = wait_until(lambda: tip.count() == 1 and tip.inner_text())
     assert text and "spread over ranks 4" in text and "AddmmBackward0" in text
     w.assert_clean()
+
+
+def covered_at_open(page: Any) -> list:
+    """Drawn items that a pane's title (which wraps to two lines: a verdict, badges) or its zoom buttons cover,
+    in every pane, as the page opens."""
+    out = []
+    for k in range(len(api(page, "a.panes()"))):
+        boxes = page.evaluate("""(k) => { const pane = document.querySelectorAll('#gw-nway-root .gw-pane')[k];
+            return Array.from(pane.querySelectorAll('.gw-zoom, .gw-pane-title')).filter((e) => e.offsetParent !== null)
+                .map((e) => { const r = e.getBoundingClientRect(); return [e.className, r.left, r.top, r.right, r.bottom]; }); }""", k)
+        assert any("gw-pane-title" in b[0] for b in boxes), f"pane {k} has no title"
+        out += [f"pane {k}: {r['id']} under {b[0]}" for r in api(page, f"a.itemRects({k})") for b in boxes
+                if r["left"] < b[3] and b[1] < r["right"] and r["top"] < b[4] and b[2] < r["bottom"]]
+    return out
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_no_pane_title_or_button_covers_a_node_at_open(watched: Any, tmp_path: Path, nway: gw.MultiDiff,
+                                                        width: int) -> None:
+    # the ranks' headers wrap to two lines (a verdict, a badge); rank 2's once covered its top leaf at 1400 px
+    rs, _ = _rank_set()
+    for name, path in (("ranks", rs.export_html(tmp_path / "ranks.html", ranks="all")),
+                       ("three ways", nway.export_html(tmp_path / "nway.html"))):
+        w = open_page(watched, path, width=width)
+        page = w.page
+        page.locator("#gw-nway-root").scroll_into_view_if_needed()
+        assert covered_at_open(page) == [], f"{name} at {width} px"
+        w.assert_clean()

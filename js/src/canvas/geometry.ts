@@ -69,34 +69,48 @@ export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, le
   return { s, tx: w / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
 }
 
+/** A box in a pane's top-left corner that covers the drawing (a pane's title), in CSS pixels from that corner. */
+export type Corner = { w: number; h: number };
+
 /**
- * The fitted camera (Camera.fitBounds), kept clear of the pane's zoom buttons in its top-right corner: when an item
- * would sit under them, the drawing moves down or left where the pane has room for that, else it is fitted again
- * with a right border as wide as the buttons. A drawing that misses the corner keeps the whole width.
+ * The fitted camera (Camera.fitBounds), kept clear of the pane's zoom buttons in its top-right corner and of its
+ * title (`title`, when the pane has one) in its top-left: when an item would sit under either, the drawing moves
+ * down (below both) or, for the buttons alone, left, where the pane has room for that; else it is fitted again
+ * below the title with a right border as wide as the buttons. A drawing that misses both corners keeps the whole
+ * pane.
  */
-export function fitClear(v: ViewGraph, b: Bounds, w: number, h: number): CameraState {
+export function fitClear(v: ViewGraph, b: Bounds, w: number, h: number, title: Corner | null = null): CameraState {
   const c = Camera.fitBounds(b, w, h);
   const [x0, y0, x1, y1] = b;
   const x1Limit = w - CONTROLS_W;
+  const tw = title ? title.w : 0;
+  const th = title ? title.h : 0;
   // what is fitted: the items inside the bounds (a frame's, when one is shown)
   const inside = v.items.filter((it) => it.x >= x0 && it.x <= x1 && it.y >= y0 && it.y <= y1);
-  const under = (cam: CameraState) => inside.filter((it) =>
-    (it.x + it.w / 2) * cam.s + cam.tx > x1Limit && (it.y - it.h / 2) * cam.s + cam.ty < CONTROLS_H);
-  const hit = under(c);
-  if (!hit.length) return c;
-  // down: below the buttons, if the drawing's bottom stays inside the border
-  const dy = CONTROLS_H - Math.min(...hit.map((it) => (it.y - it.h / 2) * c.s + c.ty));
+  const top = (it: ViewGraph["items"][number], cam: CameraState) => (it.y - it.h / 2) * cam.s + cam.ty;
+  const underButtons = (cam: CameraState) => inside.filter((it) =>
+    (it.x + it.w / 2) * cam.s + cam.tx > x1Limit && top(it, cam) < CONTROLS_H);
+  const underTitle = (cam: CameraState) => inside.filter((it) =>
+    (it.x - it.w / 2) * cam.s + cam.tx < tw && top(it, cam) < th);
+  const hitB = underButtons(c);
+  const hitT = underTitle(c);
+  if (!hitB.length && !hitT.length) return c;
+  // down: below the buttons and the title, if the drawing's bottom stays inside the border
+  const dy = Math.max(...hitB.map((it) => CONTROLS_H - top(it, c)), ...hitT.map((it) => th - top(it, c)));
   if (y1 * c.s + c.ty + dy <= h - FIT_PAD) {
     const down = { ...c, ty: c.ty + dy };
-    if (!under(down).length) return down;
+    if (!underButtons(down).length && !underTitle(down).length) return down;
   }
-  // left: beside them, if the drawing's left edge stays inside the border
-  const dx = Math.max(...hit.map((it) => (it.x + it.w / 2) * c.s + c.tx)) - x1Limit;
-  if (x0 * c.s + c.tx - dx >= FIT_PAD) {
-    const left = { ...c, tx: c.tx - dx };
-    if (!under(left).length) return left;
+  // left: beside the buttons, if nothing is under the title and the drawing's left edge stays inside the border
+  if (!hitT.length) {
+    const dx = Math.max(...hitB.map((it) => (it.x + it.w / 2) * c.s + c.tx)) - x1Limit;
+    if (x0 * c.s + c.tx - dx >= FIT_PAD) {
+      const left = { ...c, tx: c.tx - dx };
+      if (!underButtons(left).length && !underTitle(left).length) return left;
+    }
   }
-  return Camera.fitBounds(b, w, h, FIT_PAD, 1.25, CONTROLS_W);
+  const fitted = Camera.fitBounds(b, w, h - th, FIT_PAD, 1.25, CONTROLS_W);
+  return { ...fitted, ty: fitted.ty + th };
 }
 
 /** First view: fitted, or readable at the top of a tall drawing (see readableCamera). */

@@ -40,6 +40,16 @@ export class PaneSurface {
   get width(): number { return this.cssW; }
   get height(): number { return this.cssH; }
 
+  /** The part of the pane its title covers, from the pane's top-left corner (null: no title, or not laid out). */
+  titleBox(): { w: number; h: number } | null {
+    const t = this.el.querySelector<HTMLElement>(".gw-pane-title");
+    if (!t || t.hidden) return null;
+    const r = t.getBoundingClientRect();
+    const p = this.el.getBoundingClientRect();
+    const box = { w: r.right - p.left, h: r.bottom - p.top };
+    return box.w > 0 && box.h > 0 ? box : null;
+  }
+
   /** The theme, read from the page the first time it is needed. */
   get theme(): Theme {
     if (!this.current) {

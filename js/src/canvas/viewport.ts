@@ -44,7 +44,7 @@ export class PaneViewport {
     const v = this.view();
     const b = v && w ? viewBounds(v) : null;
     if (!b) return;
-    const c = fitClear(v!, b, w, h);
+    const c = fitClear(v!, b, w, h, this.surface.titleBox());
     this.camera.set(c.s, c.tx, c.ty, "fit");
     this.moved = false;
   }

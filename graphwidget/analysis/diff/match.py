@@ -638,7 +638,7 @@ def _chains(m: Matching, free_a: List[int]) -> None:
                     m.add(a, b, "chain")
                     new.append(a)
         for a in new:
-            if len(A.ups[a]) > 1:  # a single-input one was followed by the lockstep or the alignment already
+            if any(ab[u] < 0 for u in A.ups[a]):  # it starts chains of its own
                 heapq.heappush(heap, (-rank[a], a))
         new.clear()
 
@@ -661,14 +661,16 @@ def _lockstep(m: Matching, p: int, q: int, new: List[int]) -> Tuple[int, int]:
 
 def _lcs(ca: Sequence[int], cb: Sequence[int], A: _Side, B: _Side) -> List[Tuple[int, int]]:
     """Longest common subsequence of two chains' ops; among the longest, the one whose pairs agree on the most
-    attributes (of two full slices, the one along the same dim), then the pairs nearest the matched end."""
+    attributes (of two full slices, the one along the same dim), then the one whose pairs keep their place, then the
+    pairs nearest the matched end. Only nodes of the same op with as many inputs in the same slots pair."""
     opa, opb, sa, sb = A.op, B.op, A.sig, B.sig
     la, lb = len(ca), len(cb)
     if la == lb and all(opa[x] == opb[y] and sa[x] == sb[y] for x, y in zip(ca, cb)):
         return list(zip(ca, cb))  # the usual case: nothing inserted or removed
     # The common length comes first (one more pair outweighs any number of agreeing attributes), then the attributes
     # (one agreeing attribute outweighs every pair's place), then pairs at the same place counted from either end: of
-    # `mul mul mul` against `sub mul sub mul` (two ops re-typed), the two muls that kept their place, not a shifted two.
+    # `mul mul mul mul` against `sub mul sub mul` (two ops re-typed), the two muls that kept their place, not a shifted
+    # two.
     attr = 1 + min(la, lb)
     pair = 1 + min(la, lb) * (attr * max([len(A.recs[x].get("attrs") or ()) for x in ca] or [0]) + 1)
 

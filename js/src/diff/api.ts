@@ -5,7 +5,7 @@
 import type { DiffApp } from "./app";
 import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
-import { itemRectsOf, labelStatsOf, outsideOf, type FindingSummary, type ItemRect, type LabelStats } from "../ui/api";
+import { labelStatsOf, outsideOf, type FindingSummary, type LabelStats } from "../ui/api";
 import { panesApi, type PanesApi } from "../ui/panes-api";
 
 export type SideName = "a" | "b";
@@ -43,8 +43,6 @@ export interface DiffWidgetApi extends PanesApi<SideName> {
   labelStats(side: SideName): LabelStats;
   /** ids of a side's drawn items and open groups not wholly inside its pane */
   outside(side: SideName): (number | string)[];
-  /** a side's drawn nodes and closed groups at least partly on screen, in viewport CSS pixels */
-  itemRects(side: SideName): ItemRect[];
   /** whether the side panel is shown, and where: "side" (beside the panes) or "below" (under them) */
   panel(): "side" | "below" | "hidden";
   readonly timings: Record<string, number | string>;
@@ -103,10 +101,6 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
     outside: (s) => {
       const k = sideOf(s), v = app.panes[k]?.view;
       return outsideOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
-    },
-    itemRects: (s) => {
-      const k = sideOf(s), v = app.panes[k]?.view;
-      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
     },
     panel: () => {
       const side = app.root.querySelector<HTMLElement>(".gw-side");

@@ -4,7 +4,6 @@
  * docs/viewer.md.
  */
 import type { NWayApp } from "./app";
-import { itemRectsOf, type ItemRect } from "../ui/api";
 import { panesApi, type PanesApi } from "../ui/panes-api";
 
 export type PaneRef = number | string;
@@ -24,9 +23,6 @@ export interface NWayWidgetApi extends PanesApi<PaneRef> {
   paneBadges(pane: PaneRef): string[];
   /** each pane's canvas rectangle, in viewport CSS pixels */
   paneRects(): { left: number; top: number; width: number; height: number }[];
-  /** a pane's drawn nodes and closed groups at least partly on screen (id: node id or group id), in viewport CSS
-   * pixels */
-  itemRects(pane: PaneRef): ItemRect[];
   /** selects node id in a pane (opening its groups) and centres it and its counterparts in every pane; null clears */
   select(id: number | null, pane?: PaneRef): Promise<boolean>;
   selected(pane: PaneRef): number | null;
@@ -72,10 +68,6 @@ export function attachNWayApi(app: NWayApp): NWayWidgetApi {
       return m.counterparts(k, i).map((c, j) => m.idOf(j, c.node));
     },
     status: (id, p) => app.statusOf(paneOf(p), id),
-    itemRects: (p) => {
-      const k = paneOf(p), v = app.panes[k]?.view;
-      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
-    },
     get timings() {
       const ps = app.panes;
       return { decode: app.timings.decode, total: app.timings.total, layout: Math.max(0, ...ps.map((p) => p.timings.layout)),

@@ -7,7 +7,7 @@
 import type { App } from "./app";
 import type { CameraState } from "../canvas/camera";
 import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
-import { badgesOf, type BadgeInfo } from "./api";
+import { badgesOf, itemRectsOf, type BadgeInfo, type ItemRect } from "./api";
 
 /** A view of several panes: the graph view's App with pan and zoom kept in step on request. */
 export type PanesApp = App & { syncOn: boolean; setSync(on: boolean, user?: boolean): void };
@@ -21,6 +21,9 @@ export interface PanesApi<K> {
   /** ids of the outlined nodes and groups of a pane (search matches, picked nodes) */
   highlightedIds(pane: K): (number | string)[];
   nodeScreenPosition(id: number | string, pane: K): { x: number; y: number } | null;
+  /** a pane's drawn nodes and closed groups at least partly on screen (id: node id or group id), in viewport CSS
+   * pixels */
+  itemRects(pane: K): ItemRect[];
   centre(id: number | string, pane: K): boolean;
   camera(pane: K): CameraState | null;
   /** the fill colour a node or group is drawn with (one scale for every pane: equal values, equal colours) */
@@ -67,6 +70,10 @@ export function panesApi<K>(app: PanesApp, index: (pane: K) => number): PanesApi
       return out;
     },
     nodeScreenPosition: (id, p) => pane(p)?.viewport.itemClientPosition(itemOf(id, p)) ?? null,
+    itemRects: (p) => {
+      const k = index(p), v = app.panes[k]?.view;
+      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
+    },
     centre: (id, p) => {
       const i = itemOf(id, p), q = pane(p);
       if (i < 0 || !q) return false;

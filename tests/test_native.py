@@ -484,3 +484,25 @@ def test_reading_nodes_leaves_their_python_wrappers_alone():
                           NATIVE_TEMPLATES, True)[5]
     assert wrapped <= 3, wrapped  # the root (z.grad_fn), the first MulBackward0 read, the leaf's AccumulateGrad
     assert len(g) == 5
+
+
+def test_nodes_share_equal_attrs_but_not_equal_looking_values_of_other_types():
+    """Repeated values are one object per capture (a million adds hold one {"alpha": 1}), in both engines; values
+    Python calls equal but JSON writes differently (2 and 2.0, 0.0 and -0.0) stay apart."""
+    x = torch.randn(3, requires_grad=True)
+    ys = [x + 1, torch.add(x, x, alpha=2), torch.add(x, x, alpha=2.0), torch.add(x, x, alpha=2),
+          x.pow(2), x.pow(2.0), x.pow(2), x.clamp(min=0.0), x.clamp(min=-0.0), x.clamp(min=0.0)]
+    for engine in ("python", "native"):
+        g = gw.capture(ys, engine=engine)
+        root_of = dict(zip(range(len(ys)), g.meta["roots"]))
+        attrs = {i: g.node(root_of[i])["attrs"] for i in range(len(ys))}
+        texts = {i: json.dumps(a) for i, a in attrs.items()}
+        assert texts[1] == '{"alpha": 2}' and texts[2] == '{"alpha": 2.0}', engine
+        assert attrs[1] is attrs[3] and attrs[1] is not attrs[2], engine
+        assert '"exponent": 2}' in texts[4] and '"exponent": 2.0}' in texts[5] and attrs[4] is attrs[6], engine
+        assert '"min": 0.0' in texts[7] and '"min": -0.0' in texts[8], engine
+        assert attrs[7] is attrs[9] and attrs[7] is not attrs[8], engine
+        leaves = g.nodes(op="AccumulateGrad")
+        assert g.node(leaves[0])["saved"] == [] and g.node(leaves[0])["attrs"] == {}
+        assert g.node(root_of[0])["outputs"] is g.node(root_of[1])["outputs"], engine  # both one float32 [3]
+    same(ys)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
@@ -58,6 +59,13 @@ class _Builder:
         # tensors until the capture ends so no id is reused.
         self.tensor_records: Dict[int, Dict[str, Any]] = {}
         self.keep: List[torch.Tensor] = []
+        # Values nodes share (read-only, as the output records): one empty ``saved`` list and ``attrs`` dict for
+        # every node without any, one ``attrs`` dict per type and distinct atomic values (an add's {"alpha": 1}),
+        # one ``outputs`` list per distinct sequence of output records. A big graph repeats a handful of each.
+        self.no_saved: List[Dict[str, Any]] = []
+        self.no_attrs: Dict[str, Any] = {}
+        self.attrs_cache: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+        self.outputs_cache: Dict[Tuple[int, ...], List[Optional[Dict[str, Any]]]] = {}
 
     def saved_tensor(self, name: str, t: torch.Tensor, stale: bool = False) -> Dict[str, Any]:
         base = self.tensor_records.get(id(t))
@@ -119,15 +127,14 @@ class _Builder:
 
     def saved(self, fn: Node, info: TypeInfo) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
         saved: List[Dict[str, Any]] = []
-        attrs: Dict[str, Any] = {}
         if info.kind == "custom":
             try:
                 raws = fn._raw_saved_tensors
             except RuntimeError:  # released by backward()
-                return [freed_record("saved_tensors")], attrs
+                return [freed_record("saved_tensors")], self.no_attrs
             if raws:
                 self.saved_group(saved, "saved_tensors", raws, lambda: fn.saved_tensors)
-            return saved, attrs
+            return saved or self.no_saved, self.no_attrs
         for attr, name, raw_attr in info.tensor_attrs:
             try:
                 raw = getattr(fn, raw_attr)
@@ -152,12 +159,25 @@ class _Builder:
                 continue
             if isinstance(value, torch.Tensor):
                 saved.append(self.saved_tensor(name, value))
-        for attr, name in info.other_attrs:
+        return saved or self.no_saved, self.attrs(fn, info) if info.other_attrs else self.no_attrs
+
+    def attrs(self, fn: Node, info: TypeInfo) -> Dict[str, Any]:
+        """The non-tensor ``_saved_*`` values (None where the getter raises), shared between nodes of one type with
+        equal atomic values."""
+        values = []
+        for attr, _ in info.other_attrs:
             try:
-                attrs[name] = jsonable(getattr(fn, attr))
+                values.append(jsonable(getattr(fn, attr)))
             except RuntimeError:
-                attrs[name] = None
-        return saved, attrs
+                values.append(None)
+        # keyed by value *and* type: 1, 1.0 and True are equal in Python, not in JSON
+        key = (info, *values, *map(type, values))
+        if all(map(_atomic, values)):
+            hit = self.attrs_cache.get(key)
+            if hit is None:
+                hit = self.attrs_cache[key] = {name: v for (_, name), v in zip(info.other_attrs, values)}
+            return hit
+        return {name: v for (_, name), v in zip(info.other_attrs, values)}
 
     def leaf(self, fn: Node) -> Optional[Dict[str, Any]]:
         try:
@@ -171,6 +191,18 @@ class _Builder:
         # Saved tensors on this storage are the leaf's (a weight saved by a matmul): summary() counts them apart.
         rec["storage"] = self.storage_id(key)
         return rec
+
+
+_ATOMIC = (type(None), bool, int, str)
+
+
+def _atomic(v: Any) -> bool:
+    """A value two nodes can share an attrs dict over: never a NaN (unequal to itself) or -0.0 (equal to 0.0,
+    written differently)."""
+    t = type(v)
+    if t in _ATOMIC:
+        return True
+    return t is float and v == v and (v != 0.0 or math.copysign(1.0, v) > 0)
 
 
 def node_kind(fn: Node) -> str:
@@ -226,6 +258,7 @@ def build_records(w: Walk, param_names: Mapping[int, str]
     b = _Builder(param_names)
     types = b.types
     out_cache = b.out_records
+    outputs_cache, no_saved, no_attrs = b.outputs_cache, b.no_saved, b.no_attrs
     template_copy = _NODE_TEMPLATE.copy
     out_bytes: Dict[int, int] = {}  # id(output record) -> bytes of that tensor
     nodes: List[Dict[str, Any]] = []
@@ -258,13 +291,19 @@ def build_records(w: Walk, param_names: Mapping[int, str]
                                         "device": device_name(key[2])}
                 out_bytes[id(rec)] = numel(key[0]) * itemsize(key[1])
             outputs.append(rec)
+        if metas is not None:  # None: unknown, not "no outputs"
+            okey = tuple(map(id, outputs))
+            shared = outputs_cache.get(okey)
+            if shared is None:
+                shared = outputs_cache[okey] = outputs
+            outputs = shared
         all_outputs.append(outputs)
         d = template_copy()
         d["op"] = info.op
         d["kind"] = kind = info.kind
-        d["outputs"] = outputs if metas is not None else None  # None: unknown, not "no outputs"
+        d["outputs"] = outputs if metas is not None else None
         if kind == "leaf":
-            d["saved"], d["attrs"] = [], {}
+            d["saved"], d["attrs"] = no_saved, no_attrs
             d["tensor"] = b.leaf(fn)
         else:
             if info.tensor_attrs or info.other_attrs or kind == "custom":
@@ -273,7 +312,7 @@ def build_records(w: Walk, param_names: Mapping[int, str]
                 if saved:
                     d["saved_bytes"] = sum([s["bytes"] for s in saved])
             else:
-                d["saved"], d["attrs"] = [], {}
+                d["saved"], d["attrs"] = no_saved, no_attrs
             seq = fn._sequence_nr()
             d["seq"] = seq if seq < NO_SEQ else None
         nodes.append(d)

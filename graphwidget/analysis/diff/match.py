@@ -556,6 +556,7 @@ def _anchored_hashes(m: Matching, r: _Rounds) -> None:
         table: Dict[Any, int] = {}
         hasher(A, table, ha, r.free_a)
         hasher(B, table, hb, r.free_b)
+        del table  # its keys are as big as the graph's unmatched part: gone before _identical adds its own tables
         _identical(m, ha, hb, r.free_a, r.free_b, how == "hash-up", how, spread, direction)
 
 

@@ -161,6 +161,10 @@ class Capture {
     saved_template_ = PyTuple_GET_ITEM(node_template, 2);
     leaf_template_ = PyTuple_GET_ITEM(node_template, 3);
     storages_ = own(PyDict_New());
+    empty_saved_ = own(PyList_New(0));
+    untrack(empty_saved_.get());
+    empty_attrs_ = own(PyDict_New());
+    attrs_cache_ = own(PyDict_New());
   }
 
   // Returns (node attrs dict, succ, pred, [index of each root]).
@@ -263,6 +267,20 @@ class Capture {
   std::unordered_map<PyObject*, Ref> tensor_records_;   // saved tensor object -> base record (no name)
   std::vector<Ref> keep_;                               // pins those tensors so no address is reused
   Ref storages_;                                        // storage key -> small int, in first-seen order
+  // Values nodes share (records are read-only, as the output records): one empty `saved` list and one empty `attrs`
+  // dict for every node without any, one `outputs` list per distinct sequence of output records, one `attrs` dict
+  // per type and distinct atomic values (an add's {"alpha": 1}). Most nodes of a big graph repeat one of a handful.
+  Ref empty_saved_, empty_attrs_;
+  Ref attrs_cache_;  // (type, value, type(value), ...) -> attrs dict
+  struct PtrsHash {
+    size_t operator()(const std::vector<PyObject*>& v) const noexcept {
+      size_t h = v.size();
+      for (PyObject* p : v) h = h * 1000003u ^ std::hash<PyObject*>()(p);
+      return h;
+    }
+  };
+  std::unordered_map<std::vector<PyObject*>, Ref, PtrsHash> outputs_cache_;
+  std::vector<PyObject*> out_scratch_;
   Ref dtype_names_[256];
   std::unordered_map<int, Ref> device_names_;
 
@@ -700,11 +718,12 @@ class Capture {
 
     // Forward outputs of the op = the node's input metadata (survives backward() freeing the graph).
     uint32_t nin = fn->num_inputs();
-    Ref outputs = own(PyList_New(nin));
+    std::vector<PyObject*>& recs = out_scratch_;
+    recs.clear();
     for (uint32_t i = 0; i < nin; ++i) {
       const auto& m = fn->input_metadata(i);
       if (m.is_nested_tensor()) {
-        PyList_SET_ITEM(outputs.get(), i, Ref::borrow(Py_None).release());
+        recs.push_back(Py_None);
         outs_.push_back(OutRec{nullptr, nullptr, nullptr, 0});
         continue;
       }
@@ -737,27 +756,26 @@ class Capture {
         bytes = it->second.bytes;
       }
       outs_.push_back(OutRec{rec, PyDict_GetItem(rec, K_shape), PyDict_GetItem(rec, K_dtype), bytes});
-      PyList_SET_ITEM(outputs.get(), i, Ref::borrow(rec).release());
+      recs.push_back(rec);
     }
-
-    untrack(outputs.get());  // shared, read-only records: see untrack()
+    PyObject* outputs = outputs_list(recs);
     Ref d = own(PyDict_Copy(template_));
     PyObject* dp = d.get();
     set_item(dp, K_op, info.op.get());
     set_item(dp, K_kind, info.kind_str.get());
-    set_item(dp, K_outputs, outputs.get());
+    set_item(dp, K_outputs, outputs);
     if (info.kind == Kind::leaf) {
-      Ref empty = own(PyList_New(0));
-      untrack(empty.get());
-      set_item(dp, K_saved, empty.get());
-      set_item_steal(dp, K_attrs, PyDict_New());
+      set_item(dp, K_saved, empty_saved_.get());
+      set_item(dp, K_attrs, empty_attrs_.get());
       set_item_steal(dp, K_tensor, leaf(self, info, use_reader).release());
       untrack(dp);
       if (fn->pyobj_slot()->load_pyobj()) ++wrapped_;  // a wrapper from before, or made above
       return d;
     }
-    Ref saved = own(PyList_New(0));
-    Ref attrs = own(PyDict_New());
+    // a type that saves no tensor gets the shared empty list, without making one to throw away
+    Ref saved = info.kind != Kind::custom && info.tensor_attrs.empty() ? Ref::borrow(empty_saved_.get())
+                                                                        : own(PyList_New(0));
+    Ref attrs;
     long long total = 0;
     if (info.kind == Kind::custom) {
       // its SavedTensors (RuntimeError once backward() released them); records named saved_tensors[i]
@@ -788,24 +806,66 @@ class Capture {
           saved_one(saved.get(), self, a, use_reader, sv, std::move(raw), fn, &total);
         }
       }
-      for (const Attr& a : info.other_attrs) {
-        Ref value = read(self, a, use_reader);
-        if (!value.get()) {
-          set_item(attrs.get(), a.name.get(), Py_None);
-        } else {
-          set_item_steal(attrs.get(), a.name.get(), jsonable(value.get()).release());
-        }
-      }
+      attrs = attrs_of(self, info, use_reader);
     }
+    const bool none_saved = PyList_GET_SIZE(saved.get()) == 0;
     untrack(saved.get());
-    set_item(dp, K_saved, saved.get());
-    set_item(dp, K_attrs, attrs.get());
-    if (PyList_GET_SIZE(saved.get())) set_item_steal(dp, K_saved_bytes, PyLong_FromLongLong(total));
+    set_item(dp, K_saved, none_saved ? empty_saved_.get() : saved.get());
+    set_item(dp, K_attrs, attrs.get() ? attrs.get() : empty_attrs_.get());
+    if (!none_saved) set_item_steal(dp, K_saved_bytes, PyLong_FromLongLong(total));
     if (seq != kNoSeq) set_item_steal(dp, K_seq, PyLong_FromUnsignedLongLong(seq));
-    untrack(attrs.get());
     untrack(dp);
     if (fn->pyobj_slot()->load_pyobj()) ++wrapped_;  // a wrapper from before, or made above
     return d;
+  }
+
+  // The node's outputs list (borrowed): one shared list per distinct sequence of records (None: a nested tensor).
+  PyObject* outputs_list(const std::vector<PyObject*>& recs) {
+    auto it = outputs_cache_.find(recs);
+    if (it != outputs_cache_.end()) return it->second.get();
+    Ref list = own(PyList_New((Py_ssize_t)recs.size()));
+    for (size_t i = 0; i < recs.size(); ++i) PyList_SET_ITEM(list.get(), (Py_ssize_t)i, Ref::borrow(recs[i]).release());
+    untrack(list.get());  // shared, read-only records: see untrack()
+    PyObject* raw = list.get();
+    outputs_cache_.emplace(recs, std::move(list));
+    return raw;
+  }
+
+  // A value two nodes can share an attrs dict over: compared by value *and* type (1, 1.0 and True are equal in
+  // Python but not in JSON), never a NaN (unequal to itself) or -0.0 (equal to 0.0, written differently).
+  static bool atomic(PyObject* v) {
+    if (v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyUnicode_CheckExact(v)) return true;
+    if (!PyFloat_CheckExact(v)) return false;
+    double x = PyFloat_AS_DOUBLE(v);
+    return !std::isnan(x) && !(x == 0.0 && std::signbit(x));
+  }
+
+  // _Builder.saved's attrs: the non-tensor `_saved_*` values (None where a getter raises). Null when the type has
+  // none (the caller uses the shared empty dict).
+  Ref attrs_of(PyObject* self, const TypeInfo& info, bool reader) {
+    const size_t k = info.other_attrs.size();
+    if (!k) return Ref();
+    Ref key = own(PyTuple_New((Py_ssize_t)(1 + 2 * k)));
+    PyTuple_SET_ITEM(key.get(), 0, Ref::borrow(info.type.get()).release());
+    bool shareable = true;
+    for (size_t i = 0; i < k; ++i) {
+      Ref value = read(self, info.other_attrs[i], reader);
+      Ref v = value.get() ? jsonable(value.get()) : Ref::borrow(Py_None);
+      shareable = shareable && atomic(v.get());
+      PyTuple_SET_ITEM(key.get(), (Py_ssize_t)(2 * i + 2), Ref::borrow((PyObject*)Py_TYPE(v.get())).release());
+      PyTuple_SET_ITEM(key.get(), (Py_ssize_t)(2 * i + 1), v.release());
+    }
+    if (shareable) {
+      PyObject* hit = PyDict_GetItemWithError(attrs_cache_.get(), key.get());
+      if (hit) return Ref::borrow(hit);
+      if (PyErr_Occurred()) throw PyError{};
+    }
+    Ref attrs = own(PyDict_New());
+    for (size_t i = 0; i < k; ++i)
+      set_item(attrs.get(), info.other_attrs[i].name.get(), PyTuple_GET_ITEM(key.get(), (Py_ssize_t)(2 * i + 1)));
+    untrack(attrs.get());
+    if (shareable && PyDict_SetItem(attrs_cache_.get(), key.get(), attrs.get()) < 0) throw PyError{};
+    return attrs;
   }
 
   Ref leaf(PyObject* self, const TypeInfo& info, bool reader) {  // _Builder.leaf

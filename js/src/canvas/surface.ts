@@ -3,6 +3,7 @@
  * theme and the frame scheduling (one draw per animation frame, however many changes asked for one). What is drawn
  * is the pane's business: the surface calls `paint` with a ready context.
  */
+import type { Corner } from "./geometry";
 import { pickTheme, watchTheme, type Theme } from "./theme";
 
 export interface SurfaceHooks {
@@ -41,12 +42,12 @@ export class PaneSurface {
   get height(): number { return this.cssH; }
 
   /** The part of the pane its title covers, from the pane's top-left corner (null: no title, or not laid out). */
-  titleBox(): { w: number; h: number } | null {
+  titleBox(): Corner | null {
     const t = this.el.querySelector<HTMLElement>(".gw-pane-title");
     if (!t || t.hidden) return null;
     const r = t.getBoundingClientRect();
     const p = this.el.getBoundingClientRect();
-    const box = { w: r.right - p.left, h: r.bottom - p.top };
+    const box: Corner = { w: r.right - p.left, h: r.bottom - p.top };
     return box.w > 0 && box.h > 0 ? box : null;
   }
 

@@ -6,7 +6,7 @@ import type { DiffApp } from "./app";
 import type { Side, StatusName } from "./model";
 import type { ChangesBy } from "./changes";
 import { labelStatsOf, outsideOf, type FindingSummary, type LabelStats } from "../ui/api";
-import { panesApi, type PanesApi } from "../ui/panes-api";
+import { paneItemId, panesApi, type PanesApi } from "../ui/panes-api";
 
 export type SideName = "a" | "b";
 
@@ -92,16 +92,12 @@ export function attachDiffApi(app: DiffApp): DiffWidgetApi {
       const r = p.canvas.getBoundingClientRect();
       const names: Record<number, string> = { 2: "changed", 3: "added", 4: "removed" };
       return p.statusBadges.map((b) => {
-        const it = v.items[b.item];
-        return { id: it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id, status: names[b.code] ?? "changed",
+        return { id: paneItemId(app, k, b.item), status: names[b.code] ?? "changed",
           label: b.label, x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h };
       });
     },
     labelStats: (s) => labelStatsOf(pane(s)),
-    outside: (s) => {
-      const k = sideOf(s), v = app.panes[k]?.view;
-      return outsideOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
-    },
+    outside: (s) => { const k = sideOf(s); return outsideOf(app.panes[k], (j) => paneItemId(app, k, j)); },
     panel: () => {
       const side = app.root.querySelector<HTMLElement>(".gw-side");
       if (!side || side.hidden) return "hidden";

@@ -39,6 +39,12 @@ export interface PanesApi<K> {
   findingBadges(pane: K): BadgeInfo[];
 }
 
+/** The id pane `k`'s drawn item `j` stands for: its group's id when it is a closed group, else its node's id. */
+export function paneItemId(app: App, k: number, j: number): number | string {
+  const it = app.panes[k].view!.items[j];
+  return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id;
+}
+
 /** The methods of {@link PanesApi} for `app`, whose panes `index` turns a pane name into (throwing on a bad one). */
 export function panesApi<K>(app: PanesApp, index: (pane: K) => number): PanesApi<K> {
   const pane = (p: K) => app.panes[index(p)] ?? null;
@@ -66,14 +72,11 @@ export function panesApi<K>(app: PanesApp, index: (pane: K) => number): PanesApi
       const hit = new Uint8Array(v.items.length);
       for (let i = 0; i < mask.length; i++) if (mask[i]) hit[v.rep[i]] = 1;
       const out: (number | string)[] = [];
-      v.items.forEach((it, j) => { if (hit[j]) out.push(it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id); });
+      v.items.forEach((_, j) => { if (hit[j]) out.push(paneItemId(app, k, j)); });
       return out;
     },
     nodeScreenPosition: (id, p) => pane(p)?.viewport.itemClientPosition(itemOf(id, p)) ?? null,
-    itemRects: (p) => {
-      const k = index(p), v = app.panes[k]?.view;
-      return itemRectsOf(app.panes[k], (j) => { const it = v!.items[j]; return it.cluster ? it.cluster.id : app.models[k].nodes[it.node].id; });
-    },
+    itemRects: (p) => { const k = index(p); return itemRectsOf(app.panes[k], (j) => paneItemId(app, k, j)); },
     centre: (id, p) => {
       const i = itemOf(id, p), q = pane(p);
       if (i < 0 || !q) return false;

@@ -170,14 +170,17 @@ class _Builder:
                 values.append(jsonable(getattr(fn, attr)))
             except RuntimeError:
                 values.append(None)
-        # keyed by value *and* type: 1, 1.0 and True are equal in Python, not in JSON
-        key = (info, *values, *map(type, values))
-        if all(map(_atomic, values)):
+        # keyed by value *and* type: 1, 1.0 and True are equal in Python, not in JSON; no key (not shared) when a
+        # value is a list or a float that cannot be keyed faithfully
+        key = (info, *values, *map(type, values)) if all(map(_atomic, values)) else None
+        if key is not None:
             hit = self.attrs_cache.get(key)
-            if hit is None:
-                hit = self.attrs_cache[key] = {name: v for (_, name), v in zip(info.other_attrs, values)}
-            return hit
-        return {name: v for (_, name), v in zip(info.other_attrs, values)}
+            if hit is not None:
+                return hit
+        attrs = {name: v for (_, name), v in zip(info.other_attrs, values)}
+        if key is not None:
+            self.attrs_cache[key] = attrs
+        return attrs
 
     def leaf(self, fn: Node) -> Optional[Dict[str, Any]]:
         try:

@@ -486,6 +486,36 @@ def test_reading_nodes_leaves_their_python_wrappers_alone():
     assert len(g) == 5
 
 
+def test_a_tensor_saved_again_under_one_name_shares_its_record_and_list():
+    """A tensor every step of a loop saves is one record (and the steps one `saved` list), in both engines; the same
+    tensor under another name is a record of its own, and so is each of several tensors on one storage."""
+    x = torch.randn(3, requires_grad=True)
+    shared, w = torch.randn(3), torch.randn(4, 3)
+    y = x
+    for _ in range(3):
+        y = y * shared  # MulBackward0 saves `shared` as `other` at every step
+    z = shared * x  # ...and here as `self`
+    h = x
+    for i in range(4):
+        h = h * w[i]  # four views of one storage: four tensors
+    ys = [y.sum(), z.sum(), h.sum()]
+    for engine in ("python", "native"):
+        g = gw.capture(ys, engine=engine)
+        muls = [d for _, d in g.nx.nodes(data=True) if d["op"] == "MulBackward0"]
+        (as_self,) = [s for d in muls for s in d["saved"] if s["name"] == "self"]
+        on_shared = [d for d in muls if d["saved"] and d["saved"][0]["storage"] == as_self["storage"]]
+        as_other = [d["saved"][0] for d in on_shared if d["saved"][0]["name"] == "other"]
+        assert len(as_other) == 3 and all(r is as_other[0] for r in as_other), engine
+        assert as_self is not as_other[0], engine
+        lists = [d["saved"] for d in on_shared if d["saved"][0] is as_other[0]]
+        # the first step's list holds the record made for it; the later steps share one list
+        assert len(lists) == 3 and len({id(s) for s in lists}) == 2 and lists[0] == lists[1], engine
+        views = [d["saved"][0] for d in muls if d["saved"] and d["saved"][0]["storage"] != as_self["storage"]]
+        assert len(views) == 4 and len({id(r) for r in views}) == 4, engine
+        assert len({r["storage"] for r in views}) == 1, engine
+    same(ys)
+
+
 def test_nodes_share_equal_attrs_but_not_equal_looking_values_of_other_types():
     """Repeated values are one object per capture (a million adds hold one {"alpha": 1}), in both engines; values
     Python calls equal but JSON writes differently (2 and 2.0, 0.0 and -0.0) stay apart."""

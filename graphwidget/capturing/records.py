@@ -66,20 +66,50 @@ class _Builder:
         self.no_attrs: Dict[str, Any] = {}
         self.attrs_cache: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
         self.outputs_cache: Dict[Tuple[int, ...], List[Optional[Dict[str, Any]]]] = {}
+        # A tensor saved again under the same name (a weight every step of a loop saves) shares its record, and nodes
+        # whose records were all made before share one ``saved`` list per sequence (the ids in these keys are of
+        # records the graph holds). ``fresh``: the node being recorded got a new record.
+        self.saved_records: Dict[Tuple[int, str, bool], Dict[str, Any]] = {}
+        self.saved_lists: Dict[Tuple[int, ...], List[Dict[str, Any]]] = {}
+        self.fresh = False
 
     def saved_tensor(self, name: str, t: torch.Tensor, stale: bool = False) -> Dict[str, Any]:
+        """The record of a saved tensor under ``name``. A tensor's first record is kept as its base; a later save
+        under the same name and staleness returns that very record when the tensor has a storage (records without
+        one are counted by identity), else a copy of the base with the three fields set anew (itself shared by
+        later saves with that name and staleness)."""
         base = self.tensor_records.get(id(t))
         if base is None:
-            base = tensor_record(t)
-            base["storage"] = self.storage_id(base.pop("_storage_key"))
-            base["freed"] = False
-            self.tensor_records[id(t)] = base
+            rec = tensor_record(t)
+            rec["storage"] = self.storage_id(rec.pop("_storage_key"))
+            rec["freed"] = False
+            self.tensor_records[id(t)] = rec
             self.keep.append(t)
-        rec = dict(base)
+        else:
+            shareable = base["storage"] is not None
+            if shareable:
+                if base["name"] == name and base["stale"] == stale:
+                    return base
+                hit = self.saved_records.get((id(t), name, stale))
+                if hit is not None:
+                    return hit
+            rec = dict(base)
+            if shareable:
+                self.saved_records[(id(t), name, stale)] = rec
+        self.fresh = True
         rec["name"] = name
         rec["packed"] = None
         rec["stale"] = stale
         return rec
+
+    def saved_list(self, saved: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """A node's ``saved`` list: one shared list per distinct sequence of records, looked up only when every
+        record was one made before (a loop's steps saving one weight); a list with a new record is its own."""
+        if not saved:
+            return self.no_saved
+        if self.fresh:
+            return saved
+        return self.saved_lists.setdefault(tuple(map(id, saved)), saved)
 
     def storage_id(self, key: Any) -> Optional[int]:
         """Graph-local id of a storage (first seen, first numbered), shared by saved tensors and leaves."""
@@ -127,6 +157,7 @@ class _Builder:
 
     def saved(self, fn: Node, info: TypeInfo) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
         saved: List[Dict[str, Any]] = []
+        self.fresh = False
         if info.kind == "custom":
             try:
                 raws = fn._raw_saved_tensors
@@ -134,7 +165,7 @@ class _Builder:
                 return [freed_record("saved_tensors")], self.no_attrs
             if raws:
                 self.saved_group(saved, "saved_tensors", raws, lambda: fn.saved_tensors)
-            return saved or self.no_saved, self.no_attrs
+            return self.saved_list(saved), self.no_attrs
         for attr, name, raw_attr in info.tensor_attrs:
             try:
                 raw = getattr(fn, raw_attr)
@@ -159,7 +190,7 @@ class _Builder:
                 continue
             if isinstance(value, torch.Tensor):
                 saved.append(self.saved_tensor(name, value))
-        return saved or self.no_saved, self.attrs(fn, info) if info.other_attrs else self.no_attrs
+        return self.saved_list(saved), self.attrs(fn, info) if info.other_attrs else self.no_attrs
 
     def attrs(self, fn: Node, info: TypeInfo) -> Dict[str, Any]:
         """The non-tensor ``_saved_*`` values (None where the getter raises), shared between nodes of one type with

@@ -1,7 +1,7 @@
 """Capture cost vs. the bare DFS over next_functions, measured in the same run (ratios, not absolute targets).
 
 Run: .venv/bin/python tests/bench/bench_capture.py [--quick] [--sizes 10000 100000 1000000] [--kinds chain dag]
-         [--python-1m] [--fan-in 100000 200000] [--pipeline 1000000]
+         [--python-1m] [--python-bound 1000000] [--fan-in 100000 200000] [--pipeline 1000000]
 (``--quick``: 10k and 100k nodes, fan-in 100k only; what tests/bench/report.py runs for docs/performance.md.)
 Graphs: ``chain``, n-1 tiny element-wise ops in a row (each saves a tensor or nothing) on one leaf; ``dag``, a wide
 random DAG built in torch: each op reads the op made last and up to two of the 9 values made last, 6 % of the values
@@ -170,6 +170,51 @@ def fan_in(sizes) -> None:
 
 
 
+def _reads(root) -> int:
+    """Only the reads any capture must make of every node: its type, next_functions and the shape, dtype and device
+    of each output (``_input_metadata``); nothing is recorded."""
+    seen = set()
+    stack = [root]
+    with gc_paused():
+        while stack:
+            fn = stack.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            type(fn)
+            for m in fn._input_metadata:
+                m.shape, m.dtype, m.device
+            for child, _ in fn.next_functions:
+                if child is not None and child not in seen:
+                    stack.append(child)
+    return len(seen)
+
+
+def python_bound(kinds, n: int) -> None:
+    """A lower bound for any pure-Python capture, against the floor: it must at least read every node (``reads``) and
+    build the networkx graph, here in the cheapest way Python has (``build``: ``load_json``'s bulk build from
+    prepared columns, C-level loops, no record made). The sum of the two ratios is what no pure-Python capture can
+    beat on this interpreter and torch."""
+    print(f"\npure-Python lower bound at {n:,} nodes (CPU seconds, ratio to the floor in the same run)")
+    print(f"{'graph':<9} {'nodes':>9} {'bare DFS':>9} {'reads':>15} {'build':>15} {'sum':>7}  {'capture (python)':>17}")
+    for kind in kinds:
+        make = MAKERS[kind]
+        dfs = best(n, lambda y: bare_dfs(y.grad_fn), make, 1)[1]
+        reads = best(n, lambda y: _reads(y.grad_fn), make, 1)[1]
+        py = best(n, lambda y: gw.capture(y, engine="python"), make, 1)[1]
+        text = gw.capture(make(n)).to_json()
+        held = gw.load_json(text)
+        del text
+        gc.collect()
+        c = time.process_time()
+        g = held.nx
+        build = time.process_time() - c
+        print(f"{kind:<9} {len(g):>9} {dfs:>8.2f}s {reads:>6.2f}s {reads / dfs:>6.2f}x {build:>6.2f}s "
+              f"{build / dfs:>6.2f}x {(reads + build) / dfs:>6.2f}x  {py:>6.2f}s {py / dfs:>7.2f}x", flush=True)
+        del g, held
+        gc.collect()
+
+
 def verdict(ratio: float, target: float) -> str:
     return f"{'ok' if ratio <= target else 'MISS'} (<= {target:g}x)"
 
@@ -254,6 +299,8 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=list(MAKERS), choices=list(MAKERS), help="default: chain dag")
     ap.add_argument("--pipeline", type=int, default=0, help="capture + save + export + diff of two DAGs this big")
     ap.add_argument("--python-1m", action="store_true", help="also time the pure-Python path at 1M nodes")
+    ap.add_argument("--python-bound", type=int, default=0, metavar="N",
+                    help="the pure-Python lower bound (reads + the cheapest networkx build) at N nodes")
     ap.add_argument("--fan-in", type=int, nargs="*", default=None,
                     help="sizes k for the fan-in measurement (torch.cat of k leaves; default 100k 200k, --quick "
                          "100k); none to skip")
@@ -270,6 +317,8 @@ def main() -> None:
           f"(1M: 1), each on a fresh graph; load average {load_average()}")
     if args.sizes:
         sizes_table(args)
+    if args.python_bound:
+        python_bound(["chain", "dag"], args.python_bound)
     if args.fan_in:
         fan_in(args.fan_in)
     if args.pipeline:

@@ -50,10 +50,12 @@ BENCHES: List[Bench] = [
           "the machine). `capture` is what users get (the compiled core when it is built and enabled, else pure "
           "Python); `python` forces the pure-Python engine. Fan-in: one `torch.cat` of k leaves, which must grow "
           "linearly in k. Targets: the compiled core at most 3x the bare walk from 100k nodes on; pure Python at "
-          "most 6x at 1M nodes (full mode with `--python-1m`); `--pipeline 1000000`: capture, save, export and diff "
+          "most 6x at 1M nodes (full mode with `--python-1m`; `--python-bound`: the lower bound no pure-Python "
+          "capture can beat, the reads of every node plus the cheapest networkx build, each against the same "
+          "floor); `--pipeline 1000000`: capture, save, export and diff "
           "of two 1M-node DAGs within 8 GB of resident memory.",
-          ("--sizes", "1000000", "--kinds", "chain", "dag", "--python-1m", "--reps", "1", "--fan-in", "--pipeline",
-           "1000000")),
+          ("--sizes", "1000000", "--kinds", "chain", "dag", "--python-1m", "--reps", "1", "--fan-in",
+           "--python-bound", "1000000", "--pipeline", "1000000")),
     Bench("timing", "bench_timing.py", "Timing: `gw.profile` and `torch.profiler`", ("--quick",), (),
           "1: what one more profiled repeat costs against a plain forward+backward (targets: conv net at most "
           "x1.1, 10k-node chain at most x2), and where the chain's repeat goes; 2: the per-node table end to end "

@@ -264,14 +264,6 @@ class Capture {
   std::vector<PyObject*> succ_of_, pred_of_;  // node -> its inner adjacency dict (borrowed): no big-dict lookups
   std::vector<OutRec> outs_;                            // every node's outputs, flat
   std::vector<size_t> out_start_;                       // node i's outputs are outs_[out_start_[i]:out_start_[i+1]]
-  std::unordered_map<PyObject*, Ref> tensor_records_;   // saved tensor object -> base record (no name)
-  std::vector<Ref> keep_;                               // pins those tensors so no address is reused
-  Ref storages_;                                        // storage key -> small int, in first-seen order
-  // Values nodes share (records are read-only, as the output records): one empty `saved` list and one empty `attrs`
-  // dict for every node without any, one `outputs` list per distinct sequence of output records, one `attrs` dict
-  // per type and distinct atomic values (an add's {"alpha": 1}). Most nodes of a big graph repeat one of a handful.
-  Ref empty_saved_, empty_attrs_;
-  Ref attrs_cache_;  // (type, value, type(value), ...) -> attrs dict
   struct PtrsHash {
     size_t operator()(const std::vector<PyObject*>& v) const noexcept {
       size_t h = v.size();
@@ -279,6 +271,33 @@ class Capture {
       return h;
     }
   };
+  // saved tensor -> its first record (the base the later ones copy); keyed by the TensorImpl, which stands for the
+  // tensor's one Python object: a tensor without one is never given one (wrapping costs more than its record)
+  std::unordered_map<c10::TensorImpl*, Ref> tensor_records_;
+  std::vector<at::Tensor> keep_;                        // pins those tensors so no address is reused
+  // A tensor saved under one name and staleness by many nodes (a weight every step of a loop saves) gets one record,
+  // and nodes whose records are all such one shared `saved` list per distinct sequence: read-only, as the output
+  // records. (Names are compared by value; the pointers in these keys stay alive in the records they name.)
+  struct SavedKey {
+    c10::TensorImpl* impl;
+    PyObject* name;
+    bool stale;
+    bool operator==(const SavedKey& o) const { return impl == o.impl && name == o.name && stale == o.stale; }
+  };
+  struct SavedKeyHash {
+    size_t operator()(const SavedKey& k) const noexcept {
+      return std::hash<void*>()(k.impl) * 31 ^ std::hash<PyObject*>()(k.name) ^ (size_t)k.stale;
+    }
+  };
+  std::unordered_map<SavedKey, Ref, SavedKeyHash> shared_saved_;  // records copied from a base under another name
+  std::unordered_map<std::vector<PyObject*>, Ref, PtrsHash> saved_lists_;
+  bool fresh_ = false;  // the node being recorded got a record made for it (its saved list is then its own)
+  Ref storages_;                                        // storage key -> small int, in first-seen order
+  // Values nodes share (records are read-only, as the output records): one empty `saved` list and one empty `attrs`
+  // dict for every node without any, one `outputs` list per distinct sequence of output records, one `attrs` dict
+  // per type and distinct atomic values (an add's {"alpha": 1}). Most nodes of a big graph repeat one of a handful.
+  Ref empty_saved_, empty_attrs_;
+  Ref attrs_cache_;  // (type, value, type(value), ...) -> attrs dict
   std::unordered_map<std::vector<PyObject*>, Ref, PtrsHash> outputs_cache_;
   std::vector<PyObject*> out_scratch_;
   Ref dtype_names_[256];
@@ -384,7 +403,7 @@ class Capture {
   Ref tensor_record(PyObject* obj, Ref* key, PyObject* tmpl) {
     if (plain(obj)) {
       const at::Tensor& t = THPVariable_Unpack(obj);
-      if (t.layout() == c10::kStrided && !t.is_nested() && t.has_storage()) return strided_record(t, key, tmpl);
+      if (strided(t)) return strided_record(t, key, tmpl);
     }
     Ref rec = own(PyObject_CallOneArg(py_tensor_record_, obj));
     if (!PyDict_Check(rec.get())) {
@@ -448,29 +467,64 @@ class Capture {
     return sid;
   }
 
-  // _Builder.saved_tensor: the cached base record of this tensor, copied, with its name (and packed: None,
-  // stale: whether backward would find it modified in place).
-  Ref saved_tensor(PyObject* name, PyObject* t, bool stale = false) {
-    auto it = tensor_records_.find(t);
+  // _Builder.saved_tensor: the record of a saved tensor with its name (and packed: None, stale: whether backward
+  // would find it modified in place). A tensor's first record is kept as its base (most tensors are saved once); a
+  // later save under the same name and staleness returns that very record when the tensor has a storage (records
+  // without one are counted by identity), else it copies the base and overwrites the three fields set below, which
+  // gives the same dict as a copy of the bare base (itself shared by later saves with that name and staleness).
+  Ref saved_tensor(PyObject* name, const at::Tensor& t, bool stale = false) {
+    c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    auto it = tensor_records_.find(impl);
     Ref out;
     if (it == tensor_records_.end()) {
-      // The first record of a tensor is its base record itself (most tensors are saved once); a later one copies it
-      // and overwrites the three fields set below, which gives the same dict as a copy of the bare base.
       Ref key;
-      out = tensor_record(t, &key, saved_template_);
+      PyObject* obj = impl->pyobj_slot()->load_pyobj();  // borrowed; null: no Python object, so a plain tensor
+      if ((!obj || plain(obj)) && strided(t)) {
+        out = strided_record(t, &key, saved_template_);
+      } else {  // a subclass, or a layout the Python function describes: it gets the tensor object
+        Ref wrapped = own(THPVariable_Wrap(t));
+        out = tensor_record(wrapped.get(), &key, saved_template_);
+      }
       Ref sid = storage_id(key.get());
       set_item(out.get(), K_storage, sid.get());
       set_item(out.get(), K_freed, Py_False);
-      tensor_records_.emplace(t, Ref::borrow(out.get()));
-      keep_.push_back(Ref::borrow(t));
+      tensor_records_.emplace(impl, Ref::borrow(out.get()));
+      keep_.push_back(t);
     } else {
-      out = own(PyDict_Copy(it->second.get()));
+      PyObject* base = it->second.get();
+      const bool shareable = PyDict_GetItem(base, K_storage) != Py_None;
+      if (shareable) {
+        PyObject* base_name = PyDict_GetItem(base, K_name);
+        const bool same_name = base_name == name || PyUnicode_Compare(base_name, name) == 0;
+        if (PyErr_Occurred()) throw PyError{};
+        if (same_name && (PyDict_GetItem(base, K_stale) == Py_True) == stale) return Ref::borrow(base);
+        auto hit = shared_saved_.find(SavedKey{impl, name, stale});
+        if (hit != shared_saved_.end()) return Ref::borrow(hit->second.get());
+      }
+      out = own(PyDict_Copy(base));
+      if (shareable) shared_saved_.emplace(SavedKey{impl, name, stale}, Ref::borrow(out.get()));
     }
+    fresh_ = true;
     set_item(out.get(), K_name, name);
     set_item(out.get(), K_packed, Py_None);
     set_item(out.get(), K_stale, stale ? Py_True : Py_False);
     untrack(out.get());
     return out;
+  }
+
+  static bool strided(const at::Tensor& t) { return t.layout() == c10::kStrided && !t.is_nested() && t.has_storage(); }
+
+  // The node's `saved` list: one shared list per distinct sequence of records, looked up only when every record
+  // was one made before (a loop's steps saving one weight); a list with a new record is a list of its own.
+  PyObject* saved_list(PyObject* saved) {
+    if (fresh_) return saved;
+    Py_ssize_t n = PyList_GET_SIZE(saved);
+    std::vector<PyObject*> recs((size_t)n);
+    for (Py_ssize_t i = 0; i < n; ++i) recs[i] = PyList_GET_ITEM(saved, i);
+    auto it = saved_lists_.find(recs);
+    if (it != saved_lists_.end()) return it->second.get();
+    saved_lists_.emplace(std::move(recs), Ref::borrow(saved));
+    return saved;
   }
 
   static Ref freed_record(PyObject* name) {  // tensors.freed_record
@@ -516,25 +570,22 @@ class Capture {
     }
   }
 
-  // What `_saved_<name>` would give — the tensor (None for an empty slot), "released by backward()" or "modified
-  // in place since it was saved" — without reading it through Python. Only for SavedVariables without hooks.
-  static Unpacked unpack(const SavedVariable& sv, Node* fn, Ref* out) {
-    at::Tensor t;
+  // What `_saved_<name>` would give — the tensor (undefined for an empty slot), "released by backward()" or
+  // "modified in place since it was saved" — without reading it through Python. Only for SavedVariables without hooks.
+  static Unpacked unpack(const SavedVariable& sv, Node* fn, at::Tensor* out) {
     try {
-      t = sv.unpack(c10::intrusive_ptr<Node>::reclaim_copy(fn));  // as the generated getters: saved_for = the node
+      *out = sv.unpack(c10::intrusive_ptr<Node>::reclaim_copy(fn));  // as the generated getters: saved_for = the node
     } catch (const c10::Error& e) {
       return std::strstr(e.what_without_backtrace(), kStaleWords) ? Unpacked::stale : Unpacked::freed;
     }
-    *out = own(THPVariable_Wrap(t));
     return Unpacked::ok;
   }
 
   // The tensor a SavedVariable without hooks holds now, unpacked or not (SavedTensor.data): a stale one is
-  // described as it is.
-  static Ref raw_data(const SavedVariable& sv) {
+  // described as it is. Undefined when there is none.
+  static at::Tensor raw_data(const SavedVariable& sv) {
     std::optional<at::Tensor> t = sv.get_raw_data();
-    if (!t || !t->defined()) return Ref::borrow(Py_None);
-    return own(THPVariable_Wrap(*t));
+    return t ? *t : at::Tensor();
   }
 
   void add_record(PyObject* saved, const Ref& rec, long long* total) {
@@ -554,17 +605,17 @@ class Capture {
       append(saved, rec.get());
       return;
     }
-    Ref value;
+    at::Tensor value;
     switch (unpack(*sv, fn, &value)) {
       case Unpacked::freed:
         append(saved, freed_record(name).get());
         return;
       case Unpacked::stale:
         value = raw_data(*sv);
-        if (THPVariable_Check(value.get())) add_record(saved, saved_tensor(name, value.get(), true), total);
+        if (value.defined()) add_record(saved, saved_tensor(name, value, true), total);
         return;
       case Unpacked::ok:
-        if (THPVariable_Check(value.get())) add_record(saved, saved_tensor(name, value.get()), total);
+        if (value.defined()) add_record(saved, saved_tensor(name, value), total);
         return;
     }
   }
@@ -604,13 +655,13 @@ class Capture {
                                                      PySequence_Fast_GET_ITEM(fast.get(), i), nullptr));
           append(saved, rec.get());
         } else {
-          Ref t = raw_data(*svs[i]);
-          if (THPVariable_Check(t.get())) add_record(saved, saved_tensor(item.get(), t.get()), total);
+          at::Tensor t = raw_data(*svs[i]);
+          if (t.defined()) add_record(saved, saved_tensor(item.get(), t), total);
         }
       }
       return;
     }
-    std::vector<Ref> values((size_t)n);
+    std::vector<at::Tensor> values((size_t)n);
     Unpacked state = Unpacked::ok;
     for (Py_ssize_t i = 0; i < n && state == Unpacked::ok; ++i) state = unpack(*svs[i], fn, &values[i]);
     if (state == Unpacked::freed) {
@@ -618,10 +669,10 @@ class Capture {
       return;
     }
     for (Py_ssize_t i = 0; i < n; ++i) {
-      Ref t = state == Unpacked::stale ? raw_data(*svs[i]) : std::move(values[i]);
-      if (!THPVariable_Check(t.get())) continue;
+      at::Tensor t = state == Unpacked::stale ? raw_data(*svs[i]) : std::move(values[i]);
+      if (!t.defined()) continue;
       Ref item = item_name(i);
-      add_record(saved, saved_tensor(item.get(), t.get(), state == Unpacked::stale), total);
+      add_record(saved, saved_tensor(item.get(), t, state == Unpacked::stale), total);
     }
   }
 
@@ -777,6 +828,7 @@ class Capture {
                                                                         : own(PyList_New(0));
     Ref attrs;
     long long total = 0;
+    fresh_ = false;
     if (info.kind == Kind::custom) {
       // its SavedTensors (RuntimeError once backward() released them); records named saved_tensors[i]
       Ref raws = getattr_or_freed(self, S_raw_saved_tensors);
@@ -810,7 +862,7 @@ class Capture {
     }
     const bool none_saved = PyList_GET_SIZE(saved.get()) == 0;
     untrack(saved.get());
-    set_item(dp, K_saved, none_saved ? empty_saved_.get() : saved.get());
+    set_item(dp, K_saved, none_saved ? empty_saved_.get() : saved_list(saved.get()));
     set_item(dp, K_attrs, attrs.get() ? attrs.get() : empty_attrs_.get());
     if (!none_saved) set_item_steal(dp, K_saved_bytes, PyLong_FromLongLong(total));
     if (seq != kNoSeq) set_item_steal(dp, K_seq, PyLong_FromUnsignedLongLong(seq));

@@ -70,6 +70,8 @@ struct TypeInfo {
   // For a type whose every attribute we read is a C getter of a THPCppFunction type: a reader (see below).
   // Null for other types, which are read through each node's own wrapper.
   Ref reader;
+  // The attrs cache key and dict of this type's last node with shareable values (Capture::attrs_of).
+  Ref last_key, last_attrs;
 };
 
 // Reading a node without giving it a Python wrapper.
@@ -256,9 +258,15 @@ class Capture {
   size_t wrapped_ = 0;  // nodes with a Python wrapper after record() read them
   std::unordered_map<PyTypeObject*, TypeInfo> types_;
   std::unordered_map<std::type_index, TypeInfo*> direct_;  // C++ node type -> its info, for `direct` types
+  // The same by the address of the type's type_info: a type_index hashes and compares the type's mangled name, a
+  // string hash per node; one type may have several type_info objects (one per library), so a miss here falls back
+  // to direct_ by name, which is authoritative.
+  std::unordered_map<const std::type_info*, TypeInfo*> direct_by_addr_;
   struct OutEntry {
     Ref rec;
     long long bytes;  // of the tensor it describes
+    PyObject* shape;  // rec["shape"], rec["dtype"] (borrowed from rec)
+    PyObject* dtype;
   };
   std::unordered_map<OutKey, OutEntry, OutKeyHash> out_cache_;
   std::vector<PyObject*> succ_of_, pred_of_;  // node -> its inner adjacency dict (borrowed): no big-dict lookups
@@ -300,6 +308,7 @@ class Capture {
   Ref attrs_cache_;  // (type, value, type(value), ...) -> attrs dict
   std::unordered_map<std::vector<PyObject*>, Ref, PtrsHash> outputs_cache_;
   std::vector<PyObject*> out_scratch_;
+  std::vector<Ref> attr_scratch_;
   Ref dtype_names_[256];
   std::unordered_map<int, Ref> device_names_;
 
@@ -752,14 +761,21 @@ class Capture {
   Ref record(Node* fn, uint64_t seq) {
     Ref wrapper;  // the node's real Python wrapper, made only when needed
     TypeInfo* found = nullptr;
-    std::type_index cpp_type(typeid(*fn));
-    auto known = direct_.find(cpp_type);
-    if (known != direct_.end() && known->second->reader.get()) {
-      found = known->second;
+    const std::type_info* cpp_info = &typeid(*fn);
+    auto fast = direct_by_addr_.find(cpp_info);
+    if (fast != direct_by_addr_.end() && fast->second->reader.get()) {
+      found = fast->second;
     } else {
-      wrapper = own(torch::autograd::functionToPyObject(c10::intrusive_ptr<Node>::reclaim_copy(fn)));
-      found = &type_of(wrapper.get());
-      if (found->reader.get()) direct_.emplace(cpp_type, found);
+      std::type_index cpp_type(*cpp_info);
+      auto known = direct_.find(cpp_type);
+      if (known != direct_.end() && known->second->reader.get()) {
+        found = known->second;
+      } else {
+        wrapper = own(torch::autograd::functionToPyObject(c10::intrusive_ptr<Node>::reclaim_copy(fn)));
+        found = &type_of(wrapper.get());
+        if (found->reader.get()) direct_.emplace(cpp_type, found);
+      }
+      if (found->reader.get()) direct_by_addr_.emplace(cpp_info, found);
     }
     TypeInfo& info = *found;  // mutable: its attributes learn where their SavedVariables are
     const bool use_reader = !wrapper.get();
@@ -789,8 +805,6 @@ class Capture {
       key.device_type = (int8_t)dev.type();
       key.device_index = dev.index();
       auto it = out_cache_.find(key);
-      PyObject* rec;
-      long long bytes;
       if (it == out_cache_.end()) {
         Ref r = own(PyDict_New());
         set_item_steal(r.get(), K_shape, int_list(key.shape).release());
@@ -798,16 +812,15 @@ class Capture {
         set_item(r.get(), K_device, device_name(dev));
         long long numel = 1;
         for (int64_t s : key.shape) numel *= s;
-        rec = r.get();
-        untrack(rec);
-        bytes = numel * (long long)m.dtype().itemsize();
-        out_cache_.emplace(std::move(key), OutEntry{std::move(r), bytes});
-      } else {
-        rec = it->second.rec.get();
-        bytes = it->second.bytes;
+        untrack(r.get());
+        long long bytes = numel * (long long)m.dtype().itemsize();
+        PyObject* shape = PyDict_GetItem(r.get(), K_shape);
+        PyObject* dtype = PyDict_GetItem(r.get(), K_dtype);
+        it = out_cache_.emplace(std::move(key), OutEntry{std::move(r), bytes, shape, dtype}).first;
       }
-      outs_.push_back(OutRec{rec, PyDict_GetItem(rec, K_shape), PyDict_GetItem(rec, K_dtype), bytes});
-      recs.push_back(rec);
+      const OutEntry& e = it->second;
+      outs_.push_back(OutRec{e.rec.get(), e.shape, e.dtype, e.bytes});
+      recs.push_back(e.rec.get());
     }
     PyObject* outputs = outputs_list(recs);
     Ref d = own(PyDict_Copy(template_));
@@ -892,31 +905,65 @@ class Capture {
     return !std::isnan(x) && !(x == 0.0 && std::signbit(x));
   }
 
+  // Equal as attrs values are keyed (value and type, -0.0 apart from 0.0): for two atomic() values.
+  static bool same_atomic(PyObject* a, PyObject* b) {
+    if (a == b) return true;
+    if (Py_TYPE(a) != Py_TYPE(b)) return false;
+    if (PyFloat_CheckExact(a)) {
+      double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+      return std::memcmp(&x, &y, sizeof x) == 0;
+    }
+    if (PyLong_CheckExact(a) || PyUnicode_CheckExact(a)) {
+      int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+      if (eq < 0) throw PyError{};
+      return eq == 1;
+    }
+    return false;  // None and bools are singletons: equal only when identical
+  }
+
   // _Builder.saved's attrs: the non-tensor `_saved_*` values (None where a getter raises). Null when the type has
-  // none (the caller uses the shared empty dict).
-  Ref attrs_of(PyObject* self, const TypeInfo& info, bool reader) {
+  // none (the caller uses the shared empty dict). Nodes of one type mostly repeat the last values (a loop's adds):
+  // those get the last dict without building the cache key.
+  Ref attrs_of(PyObject* self, TypeInfo& info, bool reader) {
     const size_t k = info.other_attrs.size();
     if (!k) return Ref();
-    Ref key = own(PyTuple_New((Py_ssize_t)(1 + 2 * k)));
-    PyTuple_SET_ITEM(key.get(), 0, Ref::borrow(info.type.get()).release());
+    std::vector<Ref>& values = attr_scratch_;
+    values.clear();
     bool shareable = true;
     for (size_t i = 0; i < k; ++i) {
       Ref value = read(self, info.other_attrs[i], reader);
-      Ref v = value.get() ? jsonable(value.get()) : Ref::borrow(Py_None);
-      shareable = shareable && atomic(v.get());
-      PyTuple_SET_ITEM(key.get(), (Py_ssize_t)(2 * i + 2), Ref::borrow((PyObject*)Py_TYPE(v.get())).release());
-      PyTuple_SET_ITEM(key.get(), (Py_ssize_t)(2 * i + 1), v.release());
+      values.push_back(value.get() ? jsonable(value.get()) : Ref::borrow(Py_None));
+      shareable = shareable && atomic(values.back().get());
     }
+    if (shareable && info.last_key.get()) {
+      bool same = true;
+      for (size_t i = 0; i < k && same; ++i)
+        same = same_atomic(values[i].get(), PyTuple_GET_ITEM(info.last_key.get(), (Py_ssize_t)(2 * i + 1)));
+      if (same) return Ref::borrow(info.last_attrs.get());
+    }
+    Ref key = own(PyTuple_New((Py_ssize_t)(1 + 2 * k)));
+    PyTuple_SET_ITEM(key.get(), 0, Ref::borrow(info.type.get()).release());
+    for (size_t i = 0; i < k; ++i) {
+      PyTuple_SET_ITEM(key.get(), (Py_ssize_t)(2 * i + 2), Ref::borrow((PyObject*)Py_TYPE(values[i].get())).release());
+      PyTuple_SET_ITEM(key.get(), (Py_ssize_t)(2 * i + 1), values[i].release());
+    }
+    Ref attrs;
     if (shareable) {
       PyObject* hit = PyDict_GetItemWithError(attrs_cache_.get(), key.get());
-      if (hit) return Ref::borrow(hit);
-      if (PyErr_Occurred()) throw PyError{};
+      if (!hit && PyErr_Occurred()) throw PyError{};
+      if (hit) attrs = Ref::borrow(hit);
     }
-    Ref attrs = own(PyDict_New());
-    for (size_t i = 0; i < k; ++i)
-      set_item(attrs.get(), info.other_attrs[i].name.get(), PyTuple_GET_ITEM(key.get(), (Py_ssize_t)(2 * i + 1)));
-    untrack(attrs.get());
-    if (shareable && PyDict_SetItem(attrs_cache_.get(), key.get(), attrs.get()) < 0) throw PyError{};
+    if (!attrs.get()) {
+      attrs = own(PyDict_New());
+      for (size_t i = 0; i < k; ++i)
+        set_item(attrs.get(), info.other_attrs[i].name.get(), PyTuple_GET_ITEM(key.get(), (Py_ssize_t)(2 * i + 1)));
+      untrack(attrs.get());
+      if (shareable && PyDict_SetItem(attrs_cache_.get(), key.get(), attrs.get()) < 0) throw PyError{};
+    }
+    if (shareable) {
+      info.last_key = std::move(key);
+      info.last_attrs = Ref::borrow(attrs.get());
+    }
     return attrs;
   }
 

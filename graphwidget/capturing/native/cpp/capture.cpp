@@ -527,12 +527,11 @@ class Capture {
   // was one made before (a loop's steps saving one weight); a list with a new record is a list of its own.
   PyObject* saved_list(PyObject* saved) {
     if (fresh_) return saved;
-    Py_ssize_t n = PyList_GET_SIZE(saved);
-    std::vector<PyObject*> recs((size_t)n);
-    for (Py_ssize_t i = 0; i < n; ++i) recs[i] = PyList_GET_ITEM(saved, i);
+    std::vector<PyObject*>& recs = out_scratch_;  // free again: record() has used it for the outputs already
+    recs.assign(&PyList_GET_ITEM(saved, 0), &PyList_GET_ITEM(saved, 0) + PyList_GET_SIZE(saved));
     auto it = saved_lists_.find(recs);
     if (it != saved_lists_.end()) return it->second.get();
-    saved_lists_.emplace(std::move(recs), Ref::borrow(saved));
+    saved_lists_.emplace(recs, Ref::borrow(saved));
     return saved;
   }
 

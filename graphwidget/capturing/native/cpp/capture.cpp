@@ -285,7 +285,8 @@ class Capture {
   std::vector<at::Tensor> keep_;                        // pins those tensors so no address is reused
   // A tensor saved under one name and staleness by many nodes (a weight every step of a loop saves) gets one record,
   // and nodes whose records are all such one shared `saved` list per distinct sequence: read-only, as the output
-  // records. (Names are compared by value; the pointers in these keys stay alive in the records they name.)
+  // records. (A base record is matched by its name's value, a copy under another name by the name object; the
+  // pointers in these keys stay alive in the records they name.)
   struct SavedKey {
     c10::TensorImpl* impl;
     PyObject* name;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -229,6 +230,12 @@ def test_refusals_of_the_columns_themselves(v2doc: Dict[str, Any]) -> None:
          f"nodes.op.index[{n - 1}] must be an index into nodes.op.table (0 to 0); got number 1"),
         (lambda d: d["nodes"].update(op={"table": ["A"], "index": [0] * (n - 1) + [True]}),
          f"nodes.op.index[{n - 1}] must be an index"),
+        (lambda d: d["nodes"].update(op={"table": ["A"], "index": [-1] + [0] * (n - 1)}),
+         "nodes.op.index[0] must be an index into nodes.op.table (0 to 0); got number -1"),
+        (lambda d: d["nodes"].update(op={"table": ["A"], "index": [0] * (n - 1) + [2.0]}),
+         f"nodes.op.index[{n - 1}] must be an index"),
+        (lambda d: d["nodes"].update(op={"table": ["A"] * 300, "index": [0] * (n - 1) + [300]}),
+         f"nodes.op.index[{n - 1}] must be an index into nodes.op.table (0 to 299); got number 300"),
         (lambda d: d["nodes"].update(op={"table": ["A", 7], "index": [0] * (n - 1) + [1]}),
          f"node {n - 1} (nodes[{n - 1}]): \"op\" is missing or not a string"),
         (lambda d: d["nodes"].update(op={"const": ""}), "node 0 (nodes[0]): \"op\" is missing or not a string"),
@@ -253,6 +260,40 @@ def test_refusals_of_the_columns_themselves(v2doc: Dict[str, Any]) -> None:
         change(d)
         msg = v2_refused(d)
         assert words in msg, (words, msg)
+
+
+def test_index_and_id_bounds_beyond_the_bulk_checks(v2doc: Dict[str, Any]) -> None:
+    """An index past 255 into a table of more entries is accepted (the bulk bounds check of small tables converts to
+    bytes); an edge's source table may hold an entry no edge uses and still be read (its span is only a shortcut),
+    but one an edge uses that names no node is refused."""
+    n = v2doc["nodes"]["count"]
+    d = copy.deepcopy(v2doc)
+    ops = gw.load_json(json.dumps(v2doc)).nx.nodes
+    names = [ops[k]["op"] for k in range(n)]
+    d["nodes"]["op"] = {"table": [f"Unused{k}" for k in range(300)] + sorted(set(names)),
+                        "index": [300 + sorted(set(names)).index(x) for x in names]}
+    assert refusal(d) is None and [r["op"] for _, r in sorted(gw.load_json(json.dumps(d)).nx.nodes(data=True))] == names
+    m = v2doc["edges"]["count"]
+    d = copy.deepcopy(v2doc)
+    g0 = gw.load_json(json.dumps(v2doc))
+    rows = _column_rows(v2doc["edges"]["source"], m)
+    table = sorted(set(rows)) + [n + 5]
+    d["edges"]["source"] = {"table": table, "index": [table.index(x) for x in rows]}
+    assert refusal(d) is None
+    assert sorted(gw.load_json(json.dumps(d)).nx.edges) == sorted(g0.nx.edges)
+    d["edges"]["source"]["index"][-1] = len(table) - 1
+    assert f"names node {n + 5}, which is not in \"nodes\"" in v2_refused(d)
+
+
+def _column_rows(col: Any, n: int) -> List[Any]:
+    """One value per row of a version 2 column, whatever its form."""
+    if isinstance(col, list):
+        return col
+    if "const" in col:
+        return [col["const"]] * n
+    if "delta" in col:
+        return list(itertools.accumulate(col["delta"]))
+    return [col["table"][i] for i in col["index"]]
 
 
 def test_a_cycle_in_columns_names_its_nodes(v2doc: Dict[str, Any]) -> None:

@@ -181,11 +181,9 @@ class Capture {
     const size_t n = order_.size();
     tensor_records_.reserve(n);  // about one saved tensor a node: no rehash of a growing table
 
-    // Sized for n up front: grown one insert at a time, each of the three would be rebuilt about log2(n) times,
-    // the last rebuilds copying (and faulting in) tables of n entries.
-    Ref node_dict = own(_PyDict_NewPresized((Py_ssize_t)n));
-    Ref succ = own(_PyDict_NewPresized((Py_ssize_t)n));
-    Ref pred = own(_PyDict_NewPresized((Py_ssize_t)n));
+    Ref node_dict = own(PyDict_New());
+    Ref succ = own(PyDict_New());
+    Ref pred = own(PyDict_New());
     std::vector<PyObject*> attrs(n);  // borrowed from node_dict
     std::vector<Ref> ids;
     ids.reserve(n);

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import gzip
-import itertools
 import json
 import sys
 from pathlib import Path
@@ -267,33 +266,21 @@ def test_index_and_id_bounds_beyond_the_bulk_checks(v2doc: Dict[str, Any]) -> No
     bytes); an edge's source table may hold an entry no edge uses and still be read (its span is only a shortcut),
     but one an edge uses that names no node is refused."""
     n = v2doc["nodes"]["count"]
-    d = copy.deepcopy(v2doc)
-    ops = gw.load_json(json.dumps(v2doc)).nx.nodes
-    names = [ops[k]["op"] for k in range(n)]
-    d["nodes"]["op"] = {"table": [f"Unused{k}" for k in range(300)] + sorted(set(names)),
-                        "index": [300 + sorted(set(names)).index(x) for x in names]}
-    assert refusal(d) is None and [r["op"] for _, r in sorted(gw.load_json(json.dumps(d)).nx.nodes(data=True))] == names
-    m = v2doc["edges"]["count"]
-    d = copy.deepcopy(v2doc)
     g0 = gw.load_json(json.dumps(v2doc))
-    rows = _column_rows(v2doc["edges"]["source"], m)
+    names = [g0.nx.nodes[k]["op"] for k in range(n)]
+    distinct = sorted(set(names))
+    d = copy.deepcopy(v2doc)
+    d["nodes"]["op"] = {"table": [f"Unused{k}" for k in range(300)] + distinct,
+                        "index": [300 + distinct.index(x) for x in names]}
+    assert refusal(d) is None and [r["op"] for _, r in sorted(gw.load_json(json.dumps(d)).nx.nodes(data=True))] == names
+    rows = gw.load_json(json.dumps(v2doc)).held.src  # the sources in the file's row order
     table = sorted(set(rows)) + [n + 5]
+    d = copy.deepcopy(v2doc)
     d["edges"]["source"] = {"table": table, "index": [table.index(x) for x in rows]}
     assert refusal(d) is None
     assert sorted(gw.load_json(json.dumps(d)).nx.edges) == sorted(g0.nx.edges)
     d["edges"]["source"]["index"][-1] = len(table) - 1
     assert f"names node {n + 5}, which is not in \"nodes\"" in v2_refused(d)
-
-
-def _column_rows(col: Any, n: int) -> List[Any]:
-    """One value per row of a version 2 column, whatever its form."""
-    if isinstance(col, list):
-        return col
-    if "const" in col:
-        return [col["const"]] * n
-    if "delta" in col:
-        return list(itertools.accumulate(col["delta"]))
-    return [col["table"][i] for i in col["index"]]
 
 
 def test_a_cycle_in_columns_names_its_nodes(v2doc: Dict[str, Any]) -> None:

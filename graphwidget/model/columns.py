@@ -97,7 +97,7 @@ def _indices_within(index: List[Any], size: int) -> bool:
     allowed ones, which is several times cheaper than ``min`` and ``max``."""
     if not index:
         return True
-    if not set(map(type, index)) <= {int}:
+    if not _int_list(index):
         return False
     if size <= 256:
         try:

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Camera, MAX_SCALE, type CameraChange } from "../src/canvas/camera";
-import { fitClear, viewBounds } from "../src/canvas/geometry";
+import { fitClear, readableCamera, viewBounds } from "../src/canvas/geometry";
 import { CONTROLS_H, CONTROLS_W } from "../src/layout/types";
 import type { ViewGraph } from "../src/model/view";
 
@@ -103,5 +103,28 @@ describe("fitting keeps clear of the zoom buttons", () => {
     const c = fitClear(full, viewBounds(full)!, 600, 600);
     expect(under(full, c, 600)).toBe(false);
     expect(c.s).toBeLessThan(Camera.fitBounds(viewBounds(full)!, 600, 600).s);
+  });
+});
+
+describe("a tall drawing opens readable at its top, below the pane's title", () => {
+  // a column far too tall to fit legibly: the camera starts at its top
+  const items = Array.from({ length: 200 }, (_, k) => ({ x: 0, y: k * 60, w: 120, h: 30 }));
+  const v = { items, frames: [], edges: [] } as unknown as ViewGraph;
+  const topOf = (c: { s: number; ty: number }) => (items[0].y - items[0].h / 2) * c.s + c.ty;
+  const leftOf = (c: { s: number; tx: number }) => (items[0].x - items[0].w / 2) * c.s + c.tx;
+  it("starts just under the top without a title", () => {
+    const c = readableCamera(v, viewBounds(v)!, 600, 400);
+    expect(c.s).toBeGreaterThanOrEqual(0.5);
+    expect(topOf(c)).toBeCloseTo(24);
+  });
+  it("starts below a two-line title that reaches over the drawing, and ignores one that ends before it", () => {
+    const wide = { w: 400, h: 44 };  // a two-line title across most of the pane
+    const c = readableCamera(v, viewBounds(v)!, 600, 400, undefined, wide);
+    expect(leftOf(c)).toBeLessThan(wide.w);
+    expect(topOf(c)).toBeGreaterThanOrEqual(wide.h);
+    const narrow = { w: 100, h: 44 };  // the drawing is centred, its left edge right of this title
+    const d = readableCamera(v, viewBounds(v)!, 600, 400, undefined, narrow);
+    expect(leftOf(d)).toBeGreaterThan(narrow.w);
+    expect(topOf(d)).toBeCloseTo(24);
   });
 });

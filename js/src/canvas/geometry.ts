@@ -41,10 +41,12 @@ export function frameBounds(v: ViewGraph, f: number): Bounds {
  * The camera that shows `b` whole if that is readable, else readable at its top, where the flow begins: a view
  * whose fitted scale is under `legible` starts at that scale (at most 0.8), centred on what is drawn in the first
  * screenful, and the minimap shows the rest. Views of mostly groups stay fitted down to half that scale: group
- * labels are drawn at every zoom, so the whole structure can be read.
+ * labels are drawn at every zoom, so the whole structure can be read. `title`: the pane's title box (one line or
+ * two), which the drawing starts below when its left edge would reach under it.
  */
-export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = TEXT_SCALE): CameraState {
-  const fitted = fitClear(v, b, w, h);
+export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, legible = TEXT_SCALE,
+  title: Corner | null = null): CameraState {
+  const fitted = fitClear(v, b, w, h, title);
   const groups = v.items.reduce((a, it) => a + (it.cluster ? 1 : 0), 0);
   const floor = groups * 2 >= v.items.length ? legible / 2 : legible;
   if (fitted.s >= floor) return fitted;
@@ -66,7 +68,9 @@ export function readableCamera(v: ViewGraph, b: Bounds, w: number, h: number, le
   // views of mostly nodes start at a comfortable 0.8; views of groups a little smaller, to show more of the tree
   const s = clamp((w - 48) / Math.max(hi - lo, 1), legible, floor < legible ? 0.65 : 0.8);
   if ((x1 - x0) * s <= w - 48) { lo = x0; hi = x1; }
-  return { s, tx: w / 2 - ((lo + hi) / 2) * s, ty: 24 - y0 * s };
+  const tx = w / 2 - ((lo + hi) / 2) * s;
+  const top = title && lo * s + tx < title.w ? Math.max(24, title.h + 8) : 24;
+  return { s, tx, ty: top - y0 * s };
 }
 
 /** A box in a pane's top-left corner that covers the drawing (a pane's title), in CSS pixels from that corner. */
@@ -111,12 +115,6 @@ export function fitClear(v: ViewGraph, b: Bounds, w: number, h: number, title: C
   }
   const fitted = Camera.fitBounds(b, w, h - th, FIT_PAD, 1.25, CONTROLS_W);
   return { ...fitted, ty: fitted.ty + th };
-}
-
-/** First view: fitted, or readable at the top of a tall drawing (see readableCamera). */
-export function openingCamera(v: ViewGraph, w: number, h: number): CameraState | null {
-  const b = viewBounds(v);
-  return b ? readableCamera(v, b, w, h) : null;
 }
 
 /** The frame whose title bar is under world point (wx, wy), or -1; the bar stays ≥ 14 screen pixels tall to hit. */

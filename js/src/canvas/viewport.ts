@@ -102,7 +102,8 @@ export class PaneViewport {
   centreFrame(f: number): void {
     const v = this.view();
     if (!v || f < 0 || f >= v.frames.length || !this.surface.width) return;
-    const c = readableCamera(v, frameBounds(v, f), this.surface.width, this.surface.height);
+    const c = readableCamera(v, frameBounds(v, f), this.surface.width, this.surface.height, undefined,
+      this.surface.titleBox());
     this.camera.set(c.s, c.tx, c.ty, "centre");
   }
 

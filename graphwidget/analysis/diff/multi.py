@@ -19,7 +19,7 @@ import json
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..._util.gc import gc_paused
-from ...model import io, schema
+from ...model import compare_schema, io, schema
 from ...model.graph import GradGraph
 from . import fusion
 from .result import Diff, build
@@ -420,7 +420,7 @@ def _from_dict(cls: type, data: Any, who: str) -> MultiDiff:
             raise fail(f"graphs[{k}] must be a graph document (docs/schema.md).")
         graphs.append(io.from_dict(g, who=f"{who}: graph {labs[k]!r}"))
     try:
-        schema.validate_nway(data, [set(g.nx.nodes) for g in graphs])
+        compare_schema.validate_nway(data, [set(g.nx.nodes) for g in graphs])
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
     from .memory import clean_measured

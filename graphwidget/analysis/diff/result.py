@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..._util.gc import gc_paused
-from ...model import io, schema
+from ...model import compare_schema, io, schema
 from ...model._digraph import node_dicts
 from ...model.graph import GradGraph
 from ..summary import summarise
@@ -345,7 +345,7 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
         graphs.append(io.from_dict(data[side], who=f"{who}: graph {side!r}"))
     ga, gb = graphs
     try:
-        schema.validate_diff(data, set(ga.nx.nodes), set(gb.nx.nodes))
+        compare_schema.validate_diff(data, set(ga.nx.nodes), set(gb.nx.nodes))
     except schema.SchemaError as exc:
         raise fail(str(exc)) from None
     summary: Dict[str, Any] = data.get("summary") or {}

@@ -14,7 +14,8 @@ import torch
 from memory_models import TanhChain, gpt2_small, resnet
 
 import graphwidget as gw
-from graphwidget.analysis.memory import Accounting, checkpoint_candidates, predicted_backward_order
+from graphwidget.analysis.memory_accounting import Accounting, predicted_backward_order
+from graphwidget.analysis.memory_checkpoints import checkpoint_candidates
 from graphwidget.attribution.memory import step_peak
 
 B, W, N = 2048, 256, 6  # batch, width, layers: activations (B x W) outweigh the weights (W x W) eight times

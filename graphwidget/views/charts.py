@@ -176,7 +176,8 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
 
     >>> g.memory().figure()                                  # doctest: +SKIP
     """
-    from ..analysis.memory import Accounting, has_memory, memory_report, saved_by_module
+    from ..analysis.memory import memory_report, saved_by_module
+    from ..analysis.memory_accounting import Accounting, has_memory
     if not has_memory(graph):
         raise ValueError("this graph has no memory record: profile it with gw.profile(fn, *args, memory=True).")
     if beside and widget is None:

@@ -2,17 +2,19 @@
 with ``torch.utils.checkpoint``, would lower the memory peak by a real amount.
 
 Needs a memory record (``gw.profile(..., memory=True)``). The prediction is
-:func:`graphwidget.analysis.memory.checkpoint_candidates`: from the measured timeline, the activations saved only
-inside the module (not its inputs) leave the forward and come back when the backward reaches the module. The best
-candidate by peak bytes saved per ms of forward recomputed is reported, if it saves at least :data:`MIN_BYTES` and
-:data:`MIN_SHARE` of the peak (a small model gets no finding). The suggestion says how to measure it.
+:func:`graphwidget.analysis.memory_checkpoints.checkpoint_candidates`: from the measured timeline, the activations
+saved only inside the module (not its inputs) leave the forward and come back when the backward reaches the module.
+The best candidate by peak bytes saved per ms of forward recomputed is reported, if it saves at least
+:data:`MIN_BYTES` and :data:`MIN_SHARE` of the peak (a small model gets no finding). The suggestion says how to
+measure it.
 """
 from __future__ import annotations
 
 from typing import Any, List
 
 from ..._util.text import human_bytes
-from ..memory import checkpoint_candidates, has_memory
+from ..memory_accounting import has_memory
+from ..memory_checkpoints import checkpoint_candidates
 from .context import Context
 from .finding import Finding
 

@@ -260,10 +260,13 @@ def test_100k_nodes_open_collapsed_and_expand(watched: Any, tmp_path: Path, shap
     assert "chain" not in big["label"] and (shape == "chain" or big["label"] == f"AccumulateGrad ×{n - 1}")
     # a click on the group expands it, one bounded level
     pos = api(w.page, f"a.nodeScreenPosition({json.dumps(big['id'])})")
+    w.page.mouse.move(pos["x"], pos["y"])
+    w.page.locator(".gw-tooltip").wait_for(state="visible")  # hovered, the group is described
     w.page.mouse.click(pos["x"], pos["y"])
     w.page.wait_for_function(f"() => {API}.nodeCount() > {shown}")
     api(w.page, "a.idle()")
     assert api(w.page, "a.nodeCount()") <= shown + 1000
+    assert w.page.locator(".gw-tooltip").is_hidden()  # the box it described gave way to the group's frame
     # selecting a node deep inside opens the groups around it and centres it
     deep = n // 2
     api(w.page, f"a.select({deep})")

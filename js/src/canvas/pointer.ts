@@ -65,12 +65,13 @@ export function bindPointer(pane: GraphPane): void {
     const i = itemAt(pane, p.wx, p.wy);
     if (i < 0) {
       const f = frameTitleAt(pane, p.wx, p.wy);
-      if (f >= 0) { pane.marks.setHoverFrame(-1); void pane.collapse(pane.view!.frames[f].cluster); return; }
+      if (f >= 0) { pane.marks.setHoverFrame(-1); hideTooltip(pane); void pane.collapse(pane.view!.frames[f].cluster); return; }
       void pane.select(-1, { user: true });
       return;
     }
     const it = pane.view!.items[i];
-    if (it.cluster) void pane.expand(it.cluster);
+    // the group's box gives way to its frame: what the tooltip described is no longer under the pointer
+    if (it.cluster) { pane.marks.setHover(-1, -1); hideTooltip(pane); void pane.expand(it.cluster); }
     else void pane.select(it.node, { user: true });
   });
   c.addEventListener("pointerleave", () => { pane.marks.setHover(-1, -1); pane.marks.setHoverFrame(-1); hideTooltip(pane); });

@@ -20,6 +20,7 @@ import graphwidget as gw
 from graphwidget.analysis.diff.fields import changed_fields, times_differ
 from graphwidget.analysis.diff.verdicts import speed_verdict
 from graphwidget.experiment.compare import CompareError
+from graphwidget.model import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = gw.examples
@@ -499,7 +500,9 @@ def test_json_round_trip_and_the_format() -> None:
     text = d.to_json()
     doc = json.loads(text)
     assert doc["format"] == "graphwidget-diff" and doc["version"] == 1 and doc["labels"] == ["repeat", "broadcast"]
-    assert doc["a"]["format"] == "graphwidget" and len(doc["b"]["nodes"]) == len(d.b)
+    # each graph a graph document of the current version (columns), as a graph file holds
+    assert doc["a"]["format"] == "graphwidget" and doc["a"]["version"] == schema.VERSION
+    assert doc["b"]["nodes"]["count"] == len(d.b) and doc["b"] == json.loads(d.b.to_json())
     assert doc["matched"] == [list(p) for p in d.matched]
     # compare advised both sides: the repeat's finding is in A and resolved in B
     assert [f["rule"] for f in doc["findings"]["a"]] == ["repeat-broadcast"] and doc["findings"]["resolved"] == [0]
@@ -534,7 +537,7 @@ def test_broken_diff_documents_are_refused() -> None:
                         (lambda o: o["removed"].append(0), "matched once or removed"),
                         (lambda o: o.update(changed=[[0, 2, ["op"]]]), "not in \"matched\""),
                         (lambda o: o.update(labels=["only one"]), "labels must be two"),
-                        (lambda o: o["a"]["nodes"][0].pop("op"), "\"op\" is missing")):
+                        (lambda o: o["a"]["nodes"].pop("op"), "nodes.op is missing")):
         bad = json.loads(json.dumps(doc))
         change(bad)
         with pytest.raises(gw.SchemaError, match=msg):
@@ -637,7 +640,9 @@ def test_export_html_of_a_diff(tmp_path: Path) -> None:
         m = re.search(r'<script type="application/octet-stream" id="gw-graph-data" data-kind="diff" '
                       r'data-encoding="gzip\+base64" data-colour="grad_bytes">([^<]*)</script>', page)
         assert m
-        assert unpack(base64.b64decode(m.group(1))) == json.loads(d.to_json())
+        # the payload holds the document with each graph as records (what the packed form unpacks to)
+        sent = unpack(base64.b64decode(m.group(1)))
+        assert sent == {**json.loads(d.to_json()), "a": d.a.to_dict(version=1), "b": d.b.to_dict(version=1)}
         assert "<title>repeat vs broadcast</title>" in page and "default-src 'none'" in page
     one = gw.export_html(d.a, tmp_path / "a.html").read_text()
     assert 'data-kind="diff"' not in one

@@ -149,9 +149,10 @@ def test_saving_nan_leaves_no_file(tmp_path: Path, profiled: GradGraph) -> None:
     assert not (tmp_path / "g.json").exists()
 
 
-def test_views_diffs_and_nway_embed_version_1(profiled: GradGraph) -> None:
-    """The viewer reads records (js/src/model/decode.ts): the payload of a graph, of its version 2 text and of a
-    diff carries version 1 graphs; a diff document with version 2 graphs inside is read too."""
+def test_views_get_records_and_diff_documents_embed_either_version(profiled: GradGraph) -> None:
+    """The payload of a graph and of its version 2 text unpacks to version 1 records (what the viewer's reader,
+    js/src/model/packed.ts, turns back into columns); a diff document embeds its graphs as version 2, as graph files
+    hold them, and one with version 1 graphs inside (an older file) is read too."""
     from graphwidget.views.packed import unpack
     from graphwidget.views.payload import graph_payload
     for obj in (profiled, profiled.to_json(), profiled.to_dict()):
@@ -159,9 +160,10 @@ def test_views_diffs_and_nway_embed_version_1(profiled: GradGraph) -> None:
         assert sent["nodes"] == profiled.to_dict(version=1)["nodes"] and sent["meta"] == profiled.meta
     d = gw.diff(profiled, gw.load_json(profiled.to_json()))
     doc = json.loads(d.to_json())
-    assert doc["a"]["version"] == 1 and doc["b"]["version"] == 1
-    doc["a"], doc["b"] = profiled.to_dict(), profiled.to_dict()
-    assert gw.load_json(json.dumps(doc)).matched == d.matched
+    assert doc["a"]["version"] == 2 and doc["b"]["version"] == 2
+    doc["a"], doc["b"] = profiled.to_dict(version=1), profiled.to_dict(version=1)
+    old = gw.load_json(json.dumps(doc))
+    assert old.matched == d.matched and json.loads(old.to_json()) == json.loads(d.to_json())
 
 
 # -- refusals: version 2 refuses what version 1 refuses, with the same words ---------------------------------------

@@ -306,7 +306,7 @@ def test_a_broken_document_is_refused_saying_what(three: Dict[str, Any], edit: A
 
 def test_rank_records_are_checked_too(three: Dict[str, Any]) -> None:
     doc = json.loads(three["d"].to_json())
-    n = len(doc["graphs"][0]["nodes"])
+    n = doc["graphs"][0]["nodes"]["count"]
     ranks = {"world_size": 4, "ranks": [0, 1, 2], "shown": [0, 1, 2], "reference_rank": 0,
              "nodes": {"ids": list(range(n)), "step_ms": {"0": [1.0] * n}, "stats": {"spread_ms": [0.0] * n}}}
     doc.update(kind="ranks", ranks=ranks)

@@ -267,8 +267,8 @@ class MultiDiff:
     def to_dict(self) -> Dict[str, Any]:
         """The ``"graphwidget-nway"`` document as Python objects (``docs/nway.md``)."""
         out = self._head()
-        # version 1 graphs (records): what the viewer reads; graphwidget.load_json reads either version here
-        out["graphs"] = [self.graphs[x].to_dict(version=1) for x in self.sides]
+        # each graph in the graph format's current version (columns), as in Diff.to_dict; either version is read
+        out["graphs"] = [self.graphs[x].to_dict() for x in self.sides]
         return out
 
     def to_json(self, indent: Optional[int] = None) -> str:
@@ -277,7 +277,7 @@ class MultiDiff:
             return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         with gc_paused():
             head = json.dumps(self._head(), separators=(",", ":"), allow_nan=False)
-            graphs = ",".join(self.graphs[x].to_json(version=1) for x in self.sides)
+            graphs = ",".join(self.graphs[x].to_json() for x in self.sides)
             return f'{head[:-1]},"graphs":[{graphs}]}}'
 
     @classmethod

@@ -165,8 +165,9 @@ class Diff:
     def to_dict(self) -> Dict[str, Any]:
         """The ``"graphwidget-diff"`` document as Python objects (``docs/diff.md``)."""
         out = self._head()
-        # version 1 graphs (records): what the diff viewer reads; graphwidget.load_json reads either version here
-        out["a"], out["b"] = self.a.to_dict(version=1), self.b.to_dict(version=1)
+        # each graph as its own document, in the graph format's current version (columns: compact, fast to read);
+        # graphwidget.load_json reads either version here, as in a graph file
+        out["a"], out["b"] = self.a.to_dict(), self.b.to_dict()
         return out
 
     def _head(self) -> Dict[str, Any]:
@@ -187,7 +188,7 @@ class Diff:
         with gc_paused():
             head = json.dumps(self._head(), separators=(",", ":"), allow_nan=False)
             # The graphs' own to_json (the compiled core's writer when built) spliced in, not re-encoded.
-            return f'{head[:-1]},"a":{self.a.to_json(version=1)},"b":{self.b.to_json(version=1)}}}'
+            return f'{head[:-1]},"a":{self.a.to_json()},"b":{self.b.to_json()}}}'
 
     @classmethod
     def from_dict(cls, data: Any, who: str = "graphwidget.load_json") -> "Diff":

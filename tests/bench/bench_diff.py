@@ -17,7 +17,8 @@ machine, what the diff itself costs); ``floor s`` the wall time of a linear hash
 (:func:`floor_match`: read both graphs, hash every node's inputs once, pair the hashes unique on both sides) and
 ``f cpu`` its CPU time; ``xfloor`` diff / floor in wall time and ``xcpu`` in CPU time, which the machine's load moves
 much less than any one time; ``rss MB`` the peak resident size during the diff (graphs included) and ``+MB`` its
-growth over the graphs alone; ``to_json`` of the resulting Diff for reference. Medians of ``--repeat`` runs; each
+growth over the graphs alone; ``to_json`` of the resulting Diff, the size of that document (``B/node``: per node of
+both graphs) and ``load_json`` of it (wall seconds, for reference). Medians of ``--repeat`` runs; each
 row starts with the load average. The random DAG's nodes carry their recipe index in ``code``, so the last column
 also counts wrong pairs.
 """
@@ -189,7 +190,7 @@ def main() -> None:
     if args.sizes is None:
         args.sizes = [10_000] if args.quick else [10_000, 100_000]
     print(f"{'graphs':<12}{'load':>6}{'nodes A':>9}{'nodes B':>9}{'diff s':>9}{'cpu s':>8}{'target':>8}"
-          f"{'floor s':>9}{'f cpu':>7}{'xfloor':>8}{'xcpu':>6}{'rss MB':>8}{'+MB':>7}{'to_json s':>11}  matching")
+          f"{'floor s':>9}{'f cpu':>7}{'xfloor':>8}{'xcpu':>6}{'rss MB':>8}{'+MB':>7}{'to_json s':>11}{'B/node':>8}{'load s':>8}  matching")
     times: Dict[str, List[Tuple[int, float, float, float, float]]] = {}
     for n in args.sizes:
         target = 1.0 if n <= 10_000 else 10.0 if n <= 100_000 else 20.0 if n >= 1_000_000 else None
@@ -200,7 +201,10 @@ def main() -> None:
             secs, cpu, d, rss, grew = timed(lambda a=a, b=b: gw.diff(a, b), args.repeat)
             flo2, fcpu2 = timed(lambda a=a, b=b: floor_match(a, b), args.repeat)[:2]  # before and after: the load
             flo, fcpu = min(flo, flo2), min(fcpu, fcpu2)
-            js = timed(d.to_json, 1)[0]
+            js, _, text = timed(d.to_json, 1)[:3]
+            per_node = len(text) / (len(a) + len(b))
+            loaded = timed(lambda text=text: gw.load_json(text), 1)[0]
+            del text
             how = Counter(d._phases.values())
             if name == "random":
                 wrong = sum(a.node(x)["code"] != b.node(y)["code"] for x, y in d.matched)
@@ -211,7 +215,7 @@ def main() -> None:
             ok = "" if target is None else "ok" if cpu <= target else "MISS"
             goal = "" if target is None else f"{target:.0f}"
             print(f"{LABELS[name]:<12}{load:>6.1f}{len(a):>9}{len(b):>9}{secs:>9.3f}{cpu:>8.3f}{goal:>4} {ok:<4}"
-                  f"{flo:>8.3f}{fcpu:>7.3f}{secs / flo:>8.1f}{cpu / fcpu:>6.1f}{rss:>8}{grew:>7}{js:>11.3f}  {desc}",
+                  f"{flo:>8.3f}{fcpu:>7.3f}{secs / flo:>8.1f}{cpu / fcpu:>6.1f}{rss:>8}{grew:>7}{js:>11.3f}{per_node:>8.0f}{loaded:>8.2f}  {desc}",
                   flush=True)
             times.setdefault(name, []).append((len(a), secs, cpu, secs / flo, cpu / fcpu))
             del a, b, d

@@ -187,7 +187,7 @@ class Diff:
             return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         with gc_paused():
             head = json.dumps(self._head(), separators=(",", ":"), allow_nan=False)
-            # The graphs' own to_json (the compiled core's writer when built) spliced in, not re-encoded.
+            # The graphs' own to_json spliced in, not re-encoded.
             return f'{head[:-1]},"a":{self.a.to_json()},"b":{self.b.to_json()}}}'
 
     @classmethod

@@ -83,6 +83,23 @@ def wait_until(check: Callable[[], T], timeout: float = 10.0) -> T:
         time.sleep(0.01)
 
 
+def assert_centred(page: Any, position: str, canvas: Any) -> None:
+    """The item whose client position ``position`` (an automation API expression) returns is in the middle of the
+    ``canvas`` locator's box once the view has settled: a selection can open the side panel, which narrows the
+    canvas, and the pane re-centres when its ResizeObserver reports that (a frame later, or more on a loaded
+    machine); a check read between the two sees the narrower canvas with the old camera."""
+    api = "document.querySelector('.graphwidget-root').graphwidget"
+
+    def off() -> Any:
+        pos = page.evaluate(f"async () => {{ const a = {api}; return await ({position}); }}")
+        box = canvas.bounding_box()
+        dx, dy = pos["x"] - (box["x"] + box["width"] / 2), pos["y"] - (box["y"] + box["height"] / 2)
+        return None if abs(dx) < 2 and abs(dy) < 2 else (pos, box)
+
+    wait_until(lambda: off() is None, timeout=5)
+    assert off() is None
+
+
 def next_frame(page: Any) -> None:
     """Returns once the page has drawn a frame: what a change asked to redraw (requestAnimationFrame) is on screen."""
     page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done(null)))")

@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 import fixtures as fx
 import pytest
-from pagekit import wait_ready, wait_until
+from pagekit import assert_centred, wait_ready, wait_until
 
 from graphwidget.views.assets import bundle_path
 from graphwidget.views.export import export_html, render_html
@@ -128,10 +128,7 @@ def test_search_highlights_counts_and_cycles(watched: Any, tmp_path: Path) -> No
     second = api(w.page, "a.selected()")
     hits = {n["id"] for n in g["nodes"] if "layers.2.attn" in (n["module"] or "")}
     assert {first, second} <= hits
-    # the selected match is centred
-    pos = api(w.page, f"a.nodeScreenPosition({second})")
-    rect = w.page.locator(".gw-canvas").bounding_box()
-    assert abs(pos["x"] - (rect["x"] + rect["width"] / 2)) < 2 and abs(pos["y"] - (rect["y"] + rect["height"] / 2)) < 2
+    assert_centred(w.page, f"a.nodeScreenPosition({second})", w.page.locator(".gw-canvas"))  # the match is centred
     assert api(w.page, "a.search('no-such-op-anywhere')") == 0
     assert api(w.page, "a.highlightedIds()") == []
     w.assert_clean()

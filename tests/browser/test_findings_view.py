@@ -15,7 +15,7 @@ from typing import Any, Dict, Tuple
 
 import fixtures as fx
 import pytest
-from pagekit import next_frame, wait_ready, wait_until
+from pagekit import assert_centred, next_frame, wait_ready, wait_until
 
 import graphwidget as gw
 from graphwidget.model import schema
@@ -122,9 +122,7 @@ def test_tab_lists_the_repeat_finding_and_a_click_selects_its_cause(watched: Any
     assert sorted(api(page, "a.highlightedIds()")) == sorted(f["nodes"])
     assert "gw-sel" in row.get_attribute("class")
     assert page.locator(".gw-tab[data-tab=findings]").get_attribute("aria-selected") == "true"
-    pos = api(page, f"a.nodeScreenPosition({f['nodes'][0]})")
-    box = page.locator(".gw-canvas").bounding_box()
-    assert abs(pos["x"] - (box["x"] + box["width"] / 2)) < 2 and abs(pos["y"] - (box["y"] + box["height"] / 2)) < 2
+    assert_centred(page, f"a.nodeScreenPosition({f['nodes'][0]})", page.locator(".gw-canvas"))
     # the Inspector shows the cause; clicking another node marks the rows that name it
     assert "RepeatBackward0" in api(page, "a.inspectorText()")
     w.assert_clean()

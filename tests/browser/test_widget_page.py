@@ -14,7 +14,7 @@ import fixtures as fx
 import pytest
 import traitlets
 from nway_models import three_ways
-from pagekit import FAKE_MODEL_JS, STATIC, wait_ready
+from pagekit import FAKE_MODEL_JS, STATIC, assert_centred, wait_ready
 
 import graphwidget as gw
 from graphwidget.views.widget import GraphWidget
@@ -101,10 +101,7 @@ def test_selected_from_python_selects_and_centres(watched: Any) -> None:
     node = g["nodes"][-1]["id"]
     page.evaluate(f"window.model.set('selected', {node})")  # what a kernel-side `w.selected = node` does
     page.wait_for_function(f"() => {API}.selected() === {node}")
-    pos = api(page, f"a.nodeScreenPosition({node})")
-    rect = page.locator(".gw-canvas").bounding_box()
-    assert abs(pos["x"] - (rect["x"] + rect["width"] / 2)) < 2
-    assert abs(pos["y"] - (rect["y"] + rect["height"] / 2)) < 2
+    assert_centred(page, f"a.nodeScreenPosition({node})", page.locator(".gw-canvas"))
     assert page.evaluate("window.model.saved") == []  # no echo back to Python
     page.evaluate("window.model.set('selected', null)")
     page.wait_for_function(f"() => {API}.selected() === null")

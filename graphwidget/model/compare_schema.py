@@ -93,6 +93,16 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
             raise SchemaError(_plain_text(v, str(key), 1))
 
 
+def _values_object(v: Any, at: str, what: str, ok: Callable[[Any], bool], expected: str) -> None:
+    """``v`` (at ``at``) is an object of ``what`` whose values are null or accepted by ``ok`` (``expected`` says
+    what they must be); else :class:`SchemaError` naming the key."""
+    if not isinstance(v, dict):
+        raise SchemaError(f"{at} must be an object of {what} or null; got {_show(v)}.")
+    bad = next((k for k, x in v.items() if x is not None and not ok(x)), None)
+    if bad is not None:
+        raise SchemaError(f"{at}.{bad} must be {expected} or null; got {_show(v[bad])}.")
+
+
 def _check_diff_summary(summary: Any) -> None:
     if summary is None:
         return
@@ -103,19 +113,9 @@ def _check_diff_summary(summary: Any) -> None:
             continue
         at = f"summary.{key}"
         if key in DIFF_TOTALS:
-            if not isinstance(v, dict):
-                raise SchemaError(f"{at} must be an object of totals (nodes, edges, saved_bytes, ...) or null; "
-                                  f"got {_show(v)}.")
-            bad = next((k for k, x in v.items() if x is not None and not _is_num(x)), None)
-            if bad is not None:
-                raise SchemaError(f"{at}.{bad} must be a finite number or null; got {_show(v[bad])}.")
+            _values_object(v, at, "totals (nodes, edges, saved_bytes, ...)", _is_num, "a finite number")
         elif key == "counts":
-            if not isinstance(v, dict):
-                raise SchemaError(f"{at} must be an object of counts (matched, changed, added, removed) or null; "
-                                  f"got {_show(v)}.")
-            bad = next((k for k, x in v.items() if x is not None and not _nonneg_int(x)), None)
-            if bad is not None:
-                raise SchemaError(f"{at}.{bad} must be a non-negative integer or null; got {_show(v[bad])}.")
+            _values_object(v, at, "counts (matched, changed, added, removed)", _nonneg_int, "a non-negative integer")
         elif key in ("timing", "equivalence"):
             # their contents are being redesigned: only plain JSON is required here, not a key set
             if not isinstance(v, dict):

@@ -14,6 +14,7 @@ from typing import Any, Dict
 
 import diff_fixtures as dfx
 import fixtures as fx
+import pagekit
 import pytest
 from pagekit import FAKE_MODEL_JS, STATIC, wait_ready, wait_until
 
@@ -33,22 +34,17 @@ def api(page: Any, expr: str) -> Any:
     return page.evaluate(f"async () => {{ const a = {API}; return await ({expr}); }}")
 
 
+def canvas(page: Any, side: str) -> Any:
+    return page.locator(".gw-pane").nth(0 if side == "a" else 1).locator(".gw-canvas")
+
+
 def canvas_box(page: Any, side: str) -> Dict[str, float]:
-    return page.locator(".gw-pane").nth(0 if side == "a" else 1).locator(".gw-canvas").bounding_box()
+    return canvas(page, side).bounding_box()
 
 
 def assert_centred(page: Any, node: int, side: str) -> None:
-    """``node`` is in the middle of ``side``'s canvas once the view has settled: a selection opens the side panel,
-    which narrows the panes, and the pane re-centres when its ResizeObserver reports that (a frame later, or more
-    on a loaded machine); a check read between the two sees the narrower canvas with the old camera."""
-    def off() -> Any:
-        pos = api(page, f"a.nodeScreenPosition({node}, '{side}')")
-        box = canvas_box(page, side)
-        dx, dy = pos["x"] - (box["x"] + box["width"] / 2), pos["y"] - (box["y"] + box["height"] / 2)
-        return None if abs(dx) < 2 and abs(dy) < 2 else (side, pos, box)
-
-    wait_until(lambda: off() is None, timeout=5)
-    assert off() is None
+    """``node`` is in the middle of ``side``'s canvas once the view has settled (pagekit.assert_centred)."""
+    pagekit.assert_centred(page, f"a.nodeScreenPosition({node}, '{side}')", canvas(page, side))
 
 
 def test_two_titled_panes_and_node_status(watched: Any, tmp_path: Path) -> None:

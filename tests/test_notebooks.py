@@ -56,8 +56,19 @@ def is_fact_note(o: Dict[str, Any]) -> bool:
 
 
 def outputs(cell: Any) -> List[Dict[str, Any]]:
-    """A cell's outputs, without the missing-fact notes (checked apart by :func:`fact_notes`)."""
-    return [o for o in cell.get("outputs", []) if not is_fact_note(o)]
+    """A cell's outputs, without the missing-fact notes (checked apart by :func:`fact_notes`), with consecutive
+    chunks of one stream joined as a notebook front end shows them: the kernel sends what was written since its
+    last flush, so on a busy machine one ``print`` (text, then its newline) can arrive as two stream messages."""
+    merged: List[Dict[str, Any]] = []
+    for o in cell.get("outputs", []):
+        if is_fact_note(o):
+            continue
+        last = merged[-1] if merged else None
+        if last and o["output_type"] == last["output_type"] == "stream" and o["name"] == last["name"]:
+            merged[-1] = {**last, "text": last["text"] + o["text"]}
+        else:
+            merged.append(o)
+    return merged
 
 
 def fact_notes(nb: Any) -> List[str]:

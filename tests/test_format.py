@@ -285,6 +285,32 @@ def test_index_and_id_bounds_beyond_the_bulk_checks(v2doc: Dict[str, Any]) -> No
     assert f"names node {n + 5}, which is not in \"nodes\"" in v2_refused(d)
 
 
+def test_sorted_sources_are_steps_and_one_way_edges_bound_their_ends(v2doc: Dict[str, Any]) -> None:
+    """The writer keeps the edges' sources (sorted: edges run by source) as steps; the reader takes the ends' bounds
+    from a sorted column's first and last row and, when every edge points the same way along the ids, from one side's
+    least or greatest: each shortcut still refuses an end outside the nodes, on either side, in either direction."""
+    n, m = v2doc["nodes"]["count"], v2doc["edges"]["count"]
+    assert set(v2doc["edges"]["source"]) == {"delta"} and min(v2doc["edges"]["source"]["delta"][1:]) >= 0
+    g0 = gw.load_json(json.dumps(v2doc))
+    src, tgt = g0.held.src, g0.held.tgt
+    assert all(s > t for s, t in zip(src, tgt))  # ids grow from the root: every edge points down the ids
+    d = copy.deepcopy(v2doc)
+    d["edges"]["source"]["delta"][-1] += n  # the last source past the nodes (the column stays sorted)
+    assert f"names node {src[-1] + n}, which is not in \"nodes\"" in v2_refused(d)
+    d = copy.deepcopy(v2doc)
+    d["edges"]["target"] = [*tgt[:-1], -1]  # below zero while every edge still points down
+    assert "must be node ids (non-negative integers); got number " in v2_refused(d)
+    # every edge reversed (the graph read upside down: still acyclic, every edge now points up the ids)
+    d = copy.deepcopy(v2doc)
+    d["edges"]["source"], d["edges"]["target"] = list(tgt), list(src)
+    assert sorted(gw.load_json(json.dumps(d)).nx.edges) == sorted((v, u) for u, v in g0.nx.edges)
+    d["edges"]["target"][m // 2] = n + 3
+    assert f"names node {n + 3}, which is not in \"nodes\"" in v2_refused(d)
+    d["edges"]["target"][m // 2] = src[m // 2]
+    d["edges"]["source"][0] = -2
+    assert "must be node ids (non-negative integers); got number -2" in v2_refused(d)
+
+
 def test_a_cycle_in_columns_names_its_nodes(v2doc: Dict[str, Any]) -> None:
     d = copy.deepcopy(v2doc)
     g = gw.load_json(json.dumps(d))

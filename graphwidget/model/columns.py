@@ -59,6 +59,10 @@ def encode_column(values: List[Any]) -> Any:
         # every row holds one value (a scalar of one type: equal is the same JSON; or every row an empty list or
         # object): found without building a key per row, as most columns of a big graph are constant
         return {"const": values[0]}
+    if types == {int} and all(map(operator.le, values, itertools.islice(values, 1, None))):
+        # sorted integers (ids, the edges' sources): their steps are small and read back in two cheap passes, where a
+        # table of them costs an index as long as the rows plus a bounds check of it
+        return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
     keys = _intern_keys(values, types)
     distinct = dict.fromkeys(keys)  # first appearance order
     if len(distinct) == 1:
@@ -157,9 +161,22 @@ def _ints(col: Any, n: int, at: str) -> Tuple[List[Any], bool]:
 
 def _span(col: Any, values: List[int]) -> Tuple[int, int]:
     """Bounds that hold every value of the integer column ``col`` (``values``: its rows, at least one): a table's
-    smallest and largest entry (fewer than the rows, maybe wider than the rows use), else the rows' own."""
-    table = col.get("table") if isinstance(col, dict) else None
-    return (min(table), max(table)) if table else (min(values), max(values))
+    smallest and largest entry (fewer than the rows, maybe wider than the rows use); a sorted delta column's ends
+    (found on its steps: one pass, not two); else the rows' own."""
+    if isinstance(col, dict):
+        table = col.get("table")
+        if table:
+            return min(table), max(table)
+        step = _least_step(col)
+        if step is not None and step >= 0:
+            return values[0], values[-1]
+    return min(values), max(values)
+
+
+def _least_step(col: Any) -> Optional[int]:
+    """The smallest step between consecutive rows of a delta column (of integers, at least two rows), else None."""
+    d = col.get("delta") if isinstance(col, dict) else None
+    return min(itertools.islice(d, 1, None)) if d is not None and len(d) > 1 else None
 
 
 def _ints_within(values: Iterable[Any], low: int) -> bool:
@@ -306,8 +323,9 @@ def decode(doc: Dict[str, Any]) -> Decoded:
     if "id" not in nodes:
         raise SchemaError("nodes.id is missing: every node has an id (a column of non-negative integers).")
     ids, ints = _ints(nodes["id"], n, "nodes.id")
-    # increasing first (the writer's case), so that the bounds are the ends
-    increasing = ints and all(map(operator.lt, ids, itertools.islice(ids, 1, None)))
+    # increasing first (the writer's case), so that the bounds are the ends; a delta column says so in its steps
+    step = _least_step(nodes["id"]) if ints else None
+    increasing = ints and (step > 0 if step is not None else all(map(operator.lt, ids, itertools.islice(ids, 1, None))))
     if n and (not ints or (ids[0] if increasing else min(ids)) < 0
               or (ids[-1] if increasing else max(ids)) > schema.MAX_SAFE_INT):
         k = next(k for k, x in enumerate(ids) if not schema._nonneg_int(x))
@@ -352,9 +370,19 @@ def decode(doc: Dict[str, Any]) -> Decoded:
     src, src_ints = _ints(edges["source"], m, "edges.source")
     tgt, tgt_ints = _ints(edges["target"], m, "edges.target")
     low = high = 0
+    one_way = True  # every edge points the same way along the ids: no self-loop, no cycle
     if m and src_ints and tgt_ints:
-        (a, b), (c, d) = _span(edges["source"], src), _span(edges["target"], tgt)
-        low, high = min(a, c), max(b, d)
+        forward = all(map(operator.lt, src, tgt))
+        backward = not forward and all(map(operator.gt, src, tgt))
+        one_way = forward or backward
+        a, b = _span(edges["source"], src)
+        if forward:  # every target lies above its source, so above the sources' least
+            low, high = a, max(tgt)
+        elif backward:  # every target lies below its source (the writer's case: ids grow from the root)
+            low, high = min(tgt), b
+        else:
+            c, d = _span(edges["target"], tgt)
+            low, high = min(a, c), max(b, d)
         if low < 0 or high > schema.MAX_SAFE_INT or (dense and high >= n):  # a table's span may exceed the rows'
             low, high = min(min(src), min(tgt)), max(max(src), max(tgt))
     if m and (not (src_ints and tgt_ints) or low < 0 or high > schema.MAX_SAFE_INT):
@@ -366,7 +394,6 @@ def decode(doc: Dict[str, Any]) -> Decoded:
         k = next(k for k in range(m) if src[k] not in idset or tgt[k] not in idset)
         missing = src[k] if src[k] not in idset else tgt[k]
         raise SchemaError(f"edges[{k}] ({src[k]} -> {tgt[k]}) names node {missing}, which is not in \"nodes\".")
-    one_way = all(map(operator.lt, src, tgt)) or all(map(operator.gt, src, tgt))  # no self-loop, no cycle
     if not one_way and any(map(operator.eq, src, tgt)):
         k = next(k for k in range(m) if src[k] == tgt[k])
         raise SchemaError(f"edges[{k}] is a self-loop on node {src[k]}; an autograd graph has none.")

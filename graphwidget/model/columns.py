@@ -31,21 +31,39 @@ _NONE = type(None)
 
 
 # -- writing ----------------------------------------------------------------------------------------------------------
-def _intern_keys(values: List[Any], types: set) -> List[Any]:
-    """Keys that are equal exactly when the values serialise to the same JSON (``1``, ``1.0`` and ``true`` differ)."""
+def _scalar_keys(values: List[Any], types: set) -> List[Any]:
+    """Keys of scalar values (strings, numbers, booleans, nulls) that are equal exactly when the values serialise to
+    the same JSON (``1``, ``1.0`` and ``true`` differ)."""
     if types <= {str, _NONE} or types <= {int, _NONE}:
         return values
-    if types <= {str, int, float, bool, _NONE}:
-        if float in types:  # 0.0 == -0.0, yet they write different JSON: a float is keyed by its text
-            return [(float, repr(v)) if type(v) is float else (type(v), v) for v in values]
-        return list(zip(map(type, values), values))
-    # lists and dicts: their bytes in marshal's format keep types, key order and nesting like repr, and are written
-    # faster; version 2 has no back-references, so equal values always give equal bytes. A value marshal does not
-    # know (a str subclass, say) falls back to repr.
+    if float in types:  # 0.0 == -0.0, yet they write different JSON: a float is keyed by its text
+        return [(float, repr(v)) if type(v) is float else (type(v), v) for v in values]
+    return list(zip(map(type, values), values))
+
+
+def _container_column(values: List[Any]) -> Any:
+    """:func:`encode_column` of values that include lists or objects: each distinct *object* is keyed once (a captured
+    or loaded graph shares its records between rows, one ``outputs`` list per distinct sequence, and every value is
+    alive here, so an id names one object), by its bytes in marshal's format, which keep types, key order and nesting
+    like repr and are written faster (version 2 has no back-references, so equal values give equal bytes; a value
+    marshal does not know, a str subclass say, falls back to repr). Only three passes go over the rows."""
+    n = len(values)
+    ids = list(map(id, values))
+    one = dict(zip(ids, values))  # each object once, in the order of its first row
+    key_of: Dict[int, Any]
     try:
-        return list(map(marshal.dumps, values, itertools.repeat(2)))
+        key_of = dict(zip(one, map(marshal.dumps, one.values(), itertools.repeat(2))))
     except ValueError:
-        return list(map(repr, values))
+        key_of = dict(zip(one, map(repr, one.values())))
+    distinct = dict.fromkeys(key_of.values())  # in the order of each key's first row
+    if len(distinct) == 1:
+        return {"const": values[0]}
+    if len(distinct) * 2 > n:
+        return values
+    pos = {k: j for j, k in enumerate(distinct)}
+    first = dict(zip(reversed(key_of.values()), reversed(one.values())))  # a key's object in its first row
+    row_pos = dict(zip(key_of, map(pos.__getitem__, key_of.values())))
+    return {"table": list(map(first.__getitem__, distinct)), "index": list(map(row_pos.__getitem__, ids))}
 
 
 def encode_column(values: List[Any]) -> Any:
@@ -53,6 +71,9 @@ def encode_column(values: List[Any]) -> Any:
     n = len(values)
     if n == 0:
         return []
+    v0 = values[0]
+    if (v0 is None or type(v0) is str) and values.count(v0) == n:
+        return {"const": v0}  # only null equals null and only a string a string: no type pass needed
     types = set(map(type, values))
     if len(types) == 1 and (types <= _SCALARS and values.count(values[0]) == n
                             or types <= {list, dict} and not any(values)):
@@ -63,11 +84,19 @@ def encode_column(values: List[Any]) -> Any:
         # sorted integers (ids, the edges' sources): their steps are small and read back in two cheap passes, where a
         # table of them costs an index as long as the rows plus a bounds check of it
         return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
-    keys = _intern_keys(values, types)
-    distinct = dict.fromkeys(keys)  # first appearance order
+    if not types <= _SCALARS | {float}:
+        return _container_column(values)
+    keys = _scalar_keys(values, types)
+    # mostly distinct (a unique code line per node, sequence numbers): a set says so more cheaply than the ordered
+    # dict a table needs; a sample of the first rows decides which to try first, the whole column decides the form
+    head = keys[:_SAMPLE]
+    if len(set(head)) * 2 > len(head) and len(set(keys)) * 2 > n:
+        distinct: Dict[Any, None] = {}
+    else:
+        distinct = dict.fromkeys(keys)  # first appearance order
     if len(distinct) == 1:
         return {"const": values[0]}
-    if len(distinct) * 2 <= n:
+    if distinct and len(distinct) * 2 <= n:
         pos = {k: i for i, k in enumerate(distinct)}
         if keys is values:
             table = list(distinct)
@@ -79,6 +108,9 @@ def encode_column(values: List[Any]) -> Any:
         return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
     return values
 
+
+#: Rows :func:`encode_column` looks at first to guess whether a column is mostly distinct.
+_SAMPLE = 4096
 
 #: Types whose values are equal exactly when they write the same JSON (within one type).
 _SCALARS = {str, int, bool, _NONE}

@@ -42,28 +42,45 @@ def _scalar_keys(values: List[Any], types: set) -> List[Any]:
 
 
 def _container_column(values: List[Any]) -> Any:
-    """:func:`encode_column` of values that include lists or objects: each distinct *object* is keyed once (a captured
-    or loaded graph shares its records between rows, one ``outputs`` list per distinct sequence, and every value is
-    alive here, so an id names one object), by its bytes in marshal's format, which keep types, key order and nesting
-    like repr and are written faster (version 2 has no back-references, so equal values give equal bytes; a value
-    marshal does not know, a str subclass say, falls back to repr). Only three passes go over the rows."""
+    """:func:`encode_column` of values that include lists or objects, keyed by their bytes in marshal's format, which
+    keep types, key order and nesting like repr and are written faster (version 2 has no back-references, so equal
+    values give equal bytes; a value marshal does not know, a str subclass say, falls back to repr).
+
+    A captured or loaded graph shares its records between rows (one ``outputs`` list per distinct sequence): then
+    each distinct *object* is keyed once (every value is alive here, so an id names one object) and only three passes
+    go over the rows. A graph built record by record has an object per row: then keying every row is cheaper than
+    the ids' own dictionaries. A sample of the first rows decides which; both give the same column."""
     n = len(values)
+    head = values[:_SAMPLE]
+    if len(set(map(id, head))) * 2 > len(head):
+        keys = _marshal_keys(values)
+        distinct = dict.fromkeys(keys)
+        if len(distinct) == 1:
+            return {"const": values[0]}
+        if len(distinct) * 2 > n:
+            return values
+        pos = {k: j for j, k in enumerate(distinct)}
+        one = dict(zip(keys, values))  # a value per key (values with one key write the same JSON)
+        return {"table": list(map(one.__getitem__, distinct)), "index": list(map(pos.__getitem__, keys))}
     ids = list(map(id, values))
-    one = dict(zip(ids, values))  # each object once, in the order of its first row
-    key_of: Dict[int, Any]
-    try:
-        key_of = dict(zip(one, map(marshal.dumps, one.values(), itertools.repeat(2))))
-    except ValueError:
-        key_of = dict(zip(one, map(repr, one.values())))
+    objects = dict(zip(ids, values))  # each object once, in the order of its first row
+    key_of = dict(zip(objects, _marshal_keys(list(objects.values()))))
     distinct = dict.fromkeys(key_of.values())  # in the order of each key's first row
     if len(distinct) == 1:
         return {"const": values[0]}
     if len(distinct) * 2 > n:
         return values
     pos = {k: j for j, k in enumerate(distinct)}
-    first = dict(zip(reversed(key_of.values()), reversed(one.values())))  # a key's object in its first row
+    first = dict(zip(reversed(key_of.values()), reversed(objects.values())))  # a key's object in its first row
     row_pos = dict(zip(key_of, map(pos.__getitem__, key_of.values())))
     return {"table": list(map(first.__getitem__, distinct)), "index": list(map(row_pos.__getitem__, ids))}
+
+
+def _marshal_keys(values: List[Any]) -> List[Any]:
+    try:
+        return list(map(marshal.dumps, values, itertools.repeat(2)))
+    except ValueError:
+        return list(map(repr, values))
 
 
 def encode_column(values: List[Any]) -> Any:

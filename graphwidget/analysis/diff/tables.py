@@ -7,7 +7,7 @@ gradient-bytes delta, then of the backward-time delta (what the Changes tab list
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..._util.text import TextTable, human_bytes
 from ...model._digraph import node_dicts
@@ -31,18 +31,35 @@ def source_key(d: Dict[str, Any]) -> str:
     return LEAF_KEY if d.get("kind") == "leaf" else NO_SOURCE
 
 
-def _empty() -> Dict[str, Any]:
-    return {"count": 0, "bwd_ms": None, "fwd_ms": None, "grad_bytes": 0, "saved_bytes": 0}
-
-
-def _add(costs: Dict[str, Any], d: Dict[str, Any]) -> None:
-    costs["count"] += 1
-    costs["grad_bytes"] += d.get("grad_bytes") or 0
-    costs["saved_bytes"] += d.get("saved_bytes") or 0
-    for k in ("bwd_ms", "fwd_ms"):
-        v = d.get(k)
+def _sums(records: Iterable[Dict[str, Any]], key: Callable[[Dict[str, Any]], str]) -> Dict[str, Dict[str, Any]]:
+    """Each group's costs (``COST_KEYS``) over ``records``, in one flat loop: this runs once per node of both graphs,
+    so a function call per record for the sums would cost as much as the rest of the table. Times stay None in a
+    group where no record has one, and are summed in record order."""
+    acc: Dict[str, List[Any]] = {}
+    get = acc.get
+    for rec in records:
+        k = key(rec)
+        c = get(k)
+        if c is None:
+            c = acc[k] = [0, 0, 0, None, None]
+        c[0] += 1
+        v = rec.get("grad_bytes")
+        if v:
+            c[1] += v
+        v = rec.get("saved_bytes")
+        if v:
+            c[2] += v
+        v = rec.get("bwd_ms")
         if v is not None:
-            costs[k] = (costs[k] or 0.0) + v
+            c[3] = (c[3] or 0.0) + v
+        v = rec.get("fwd_ms")
+        if v is not None:
+            c[4] = (c[4] or 0.0) + v
+    return {k: {"count": n, "bwd_ms": b, "fwd_ms": f, "grad_bytes": g, "saved_bytes": s}
+            for k, (n, g, s, b, f) in acc.items()}
+
+
+_NONE_YET = {"count": 0, "bwd_ms": None, "fwd_ms": None, "grad_bytes": 0, "saved_bytes": 0}
 
 
 def _delta(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
@@ -52,18 +69,18 @@ def _delta(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
 def rows(d: "Diff", key: Callable[[Dict[str, Any]], str]) -> "DiffTable":
     """The rows of ``d`` grouped by ``key(node record)`` (see the module docstring)."""
     na, nb = node_dicts(d.a.nx), node_dicts(d.b.nx)
+    sa, sb = _sums(na.values(), key), _sums(nb.values(), key)
     table: Dict[str, Dict[str, Any]] = {}
 
     def row(k: str) -> Dict[str, Any]:
         r = table.get(k)
         if r is None:
-            r = table[k] = {"key": k, "added": [], "removed": [], "changed": [], "a": _empty(), "b": _empty()}
+            r = table[k] = {"key": k, "added": [], "removed": [], "changed": [],
+                            "a": sa.get(k) or dict(_NONE_YET), "b": sb.get(k) or dict(_NONE_YET)}
         return r
 
-    for rec in na.values():
-        _add(row(key(rec))["a"], rec)
-    for rec in nb.values():
-        _add(row(key(rec))["b"], rec)
+    for k in (*sa, *sb):
+        row(k)
     for i in d.removed:
         row(key(na[i]))["removed"].append(i)
     for i in d.added:

@@ -7,7 +7,8 @@ Torch-free, like :mod:`graphwidget.model.schema`, whose names (formats, versions
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+import operator
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .schema import NWAY_KINDS, SchemaError, _is_int, _is_num, _nonneg_int, _nonneg_num, _plain, _plain_text, _show
 
@@ -29,22 +30,9 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
     matched = doc.get("matched")
     if not isinstance(matched, list):
         raise SchemaError(f"\"matched\" must be a list of [a_id, b_id] pairs (docs/diff.md); got {_show(matched)}.")
-    pair_of: Dict[int, int] = {}  # A id -> index into matched
-    in_b: Dict[int, int] = {}  # B id -> index into matched
-    for j, p in enumerate(matched):
-        if not isinstance(p, list) or len(p) != 2 or not _nonneg_int(p[0]) or not _nonneg_int(p[1]):
-            raise SchemaError(f"matched[{j}] must be a pair [a_id, b_id] of node ids; got {_show(p)}.")
-        x, y = p
-        if x not in ids_a or y not in ids_b:
-            side, bad = ("A", x) if x not in ids_a else ("B", y)
-            raise SchemaError(f"matched[{j}] names node {bad} of {side}, which is not in that graph "
-                              f"(\"{side.lower()}\"); pair only nodes both graphs have.")
-        if x in pair_of or y in in_b:
-            side, bad, k = ("A", x, pair_of[x]) if x in pair_of else ("B", y, in_b[y])
-            raise SchemaError(f"node {bad} of {side} is matched twice (matched[{k}] and matched[{j}]); a node is "
-                              f"matched to at most one node of the other graph.")
-        pair_of[x] = j
-        in_b[y] = j
+    pair_of, in_b = _pairs_in_bulk(matched, ids_a, ids_b)
+    if pair_of is None or in_b is None:  # something is wrong: find the first pair at fault and say what
+        pair_of, in_b = _pairs_one_by_one(matched, ids_a, ids_b)
     for key, side, ids, paired, other in (("removed", "A", ids_a, pair_of, "matched once or removed"),
                                           ("added", "B", ids_b, in_b, "matched once or added")):
         listed = doc.get(key)
@@ -91,6 +79,47 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
     for key, v in doc.items():
         if key not in DIFF_KEYS and key not in ("format", "version") and not _plain(v, 1):
             raise SchemaError(_plain_text(v, str(key), 1))
+
+
+def _pairs_in_bulk(matched: List[Any], ids_a: set, ids_b: set
+                   ) -> Tuple[Optional[Dict[int, int]], Optional[Dict[int, int]]]:
+    """``(A id -> index into matched, B id -> index)`` when every pair is two plain integer ids of their graphs and no
+    node is matched twice, checked column by column; ``(None, None)`` when anything is wrong (the caller then looks
+    pair by pair for the first fault, to name it)."""
+    if not matched:
+        return {}, {}
+    if set(map(type, matched)) != {list} or set(map(len, matched)) != {2}:
+        return None, None
+    xs, ys = list(map(operator.itemgetter(0), matched)), list(map(operator.itemgetter(1), matched))
+    # ids of a graph are integers, so membership settles bounds; the type pass refuses true/false (equal to 1/0)
+    if not (set(map(type, xs)) <= {int} and set(map(type, ys)) <= {int}
+            and ids_a.issuperset(xs) and ids_b.issuperset(ys)):
+        return None, None
+    pair_of, in_b = dict(zip(xs, range(len(xs)))), dict(zip(ys, range(len(ys))))
+    if len(pair_of) != len(xs) or len(in_b) != len(ys):
+        return None, None
+    return pair_of, in_b
+
+
+def _pairs_one_by_one(matched: List[Any], ids_a: set, ids_b: set) -> Tuple[Dict[int, int], Dict[int, int]]:
+    """:func:`_pairs_in_bulk`, pair by pair, raising at the first pair at fault."""
+    pair_of: Dict[int, int] = {}  # A id -> index into matched
+    in_b: Dict[int, int] = {}  # B id -> index into matched
+    for j, p in enumerate(matched):
+        if not isinstance(p, list) or len(p) != 2 or not _nonneg_int(p[0]) or not _nonneg_int(p[1]):
+            raise SchemaError(f"matched[{j}] must be a pair [a_id, b_id] of node ids; got {_show(p)}.")
+        x, y = p
+        if x not in ids_a or y not in ids_b:
+            side, bad = ("A", x) if x not in ids_a else ("B", y)
+            raise SchemaError(f"matched[{j}] names node {bad} of {side}, which is not in that graph "
+                              f"(\"{side.lower()}\"); pair only nodes both graphs have.")
+        if x in pair_of or y in in_b:
+            side, bad, k = ("A", x, pair_of[x]) if x in pair_of else ("B", y, in_b[y])
+            raise SchemaError(f"node {bad} of {side} is matched twice (matched[{k}] and matched[{j}]); a node is "
+                              f"matched to at most one node of the other graph.")
+        pair_of[x] = j
+        in_b[y] = j
+    return pair_of, in_b
 
 
 def _values_object(v: Any, at: str, what: str, ok: Callable[[Any], bool], expected: str) -> None:

@@ -108,6 +108,24 @@ def test_repeated_values_sit_in_tables(profiled: GradGraph) -> None:
     assert set(nodes["outputs"]) == {"table", "index"}
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-objects", "an-object-per-row"])
+def test_a_column_of_records_keys_by_json_not_by_object(shared: bool) -> None:
+    """Lists and objects: rows holding one shared object (a captured or loaded graph) or an object each (a graph
+    built record by record) give one table entry per distinct JSON text, never per object, and never merge values
+    Python calls equal but JSON writes differently (1, 1.0 and true; 0.0 and -0.0)."""
+    kinds = [[1, 2], [1.0, 2], [True, 2], {"x": 0.0}, {"x": -0.0}, None, []]
+    rows = [kinds[k % 3] if k % 5 else kinds[3 + k % 4] for k in range(5000)]
+    if not shared:
+        rows = [copy.deepcopy(v) for v in rows]
+    else:
+        rows[7] = copy.deepcopy(rows[7])  # an equal copy among the shared objects
+    col = encode_column(rows)
+    assert set(col) == {"table", "index"}
+    texts = [json.dumps(v) for v in col["table"]]
+    assert len(set(texts)) == len(texts) == len({json.dumps(v) for v in rows})
+    assert [json.dumps(col["table"][i]) for i in col["index"]] == [json.dumps(v) for v in rows]
+
+
 def test_the_committed_version_1_file_is_read() -> None:
     """Written by the version 1 writer (before this format): read, validated, and equal to what it says."""
     text = V1_FILE.read_text(encoding="utf-8")

@@ -41,27 +41,18 @@ def _scalar_keys(values: List[Any], types: set) -> List[Any]:
     return list(zip(map(type, values), values))
 
 
-def _container_column(values: List[Any]) -> Any:
-    """:func:`encode_column` of values that include lists or objects, keyed by their bytes in marshal's format, which
-    keep types, key order and nesting like repr and are written faster (version 2 has no back-references, so equal
-    values give equal bytes; a value marshal does not know, a str subclass say, falls back to repr).
+def _shared_objects_column(values: List[Any]) -> Optional[Any]:
+    """:func:`encode_column` of lists or objects that rows share, or None when a sample of the first rows shows an
+    object per row (a graph built record by record: keying every row, as the caller then does, is cheaper than the
+    ids' own dictionaries).
 
-    A captured or loaded graph shares its records between rows (one ``outputs`` list per distinct sequence): then
-    each distinct *object* is keyed once (every value is alive here, so an id names one object) and only three passes
-    go over the rows. A graph built record by record has an object per row: then keying every row is cheaper than
-    the ids' own dictionaries. A sample of the first rows decides which; both give the same column."""
-    n = len(values)
+    A captured or loaded graph shares its records between rows (one ``outputs`` list per distinct sequence): each
+    distinct *object* is keyed once (every value is alive here, so an id names one object) by :func:`_marshal_keys`,
+    and only three passes go over the rows."""
     head = values[:_SAMPLE]
     if len(set(map(id, head))) * 2 > len(head):
-        keys = _marshal_keys(values)
-        distinct = dict.fromkeys(keys)
-        if len(distinct) == 1:
-            return {"const": values[0]}
-        if len(distinct) * 2 > n:
-            return values
-        pos = {k: j for j, k in enumerate(distinct)}
-        one = dict(zip(keys, values))  # a value per key (values with one key write the same JSON)
-        return {"table": list(map(one.__getitem__, distinct)), "index": list(map(pos.__getitem__, keys))}
+        return None
+    n = len(values)
     ids = list(map(id, values))
     objects = dict(zip(ids, values))  # each object once, in the order of its first row
     key_of = dict(zip(objects, _marshal_keys(list(objects.values()))))
@@ -77,6 +68,9 @@ def _container_column(values: List[Any]) -> Any:
 
 
 def _marshal_keys(values: List[Any]) -> List[Any]:
+    """Keys of lists and objects: their bytes in marshal's format, which keep types, key order and nesting like repr
+    and are written faster (version 2 has no back-references, so equal values give equal bytes); a value marshal does
+    not know (a str subclass, say) falls back to repr."""
     try:
         return list(map(marshal.dumps, values, itertools.repeat(2)))
     except ValueError:
@@ -101,9 +95,13 @@ def encode_column(values: List[Any]) -> Any:
         # sorted integers (ids, the edges' sources): their steps are small and read back in two cheap passes, where a
         # table of them costs an index as long as the rows plus a bounds check of it
         return {"delta": [values[0], *map(operator.sub, values[1:], values[:-1])]}
-    if not types <= _SCALARS | {float}:
-        return _container_column(values)
-    keys = _scalar_keys(values, types)
+    if types <= _SCALARS | {float}:
+        keys = _scalar_keys(values, types)
+    else:
+        shared = _shared_objects_column(values)
+        if shared is not None:
+            return shared
+        keys = _marshal_keys(values)
     # mostly distinct (a unique code line per node, sequence numbers): a set says so more cheaply than the ordered
     # dict a table needs; a sample of the first rows decides which to try first, the whole column decides the form
     head = keys[:_SAMPLE]

@@ -59,7 +59,8 @@ def _sums(records: Iterable[Dict[str, Any]], key: Callable[[Dict[str, Any]], str
             for k, (n, g, s, b, f) in acc.items()}
 
 
-_NONE_YET = {"count": 0, "bwd_ms": None, "fwd_ms": None, "grad_bytes": 0, "saved_bytes": 0}
+def _empty() -> Dict[str, Any]:
+    return {"count": 0, "bwd_ms": None, "fwd_ms": None, "grad_bytes": 0, "saved_bytes": 0}
 
 
 def _delta(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
@@ -70,26 +71,19 @@ def rows(d: "Diff", key: Callable[[Dict[str, Any]], str]) -> "DiffTable":
     """The rows of ``d`` grouped by ``key(node record)`` (see the module docstring)."""
     na, nb = node_dicts(d.a.nx), node_dicts(d.b.nx)
     sa, sb = _sums(na.values(), key), _sums(nb.values(), key)
-    table: Dict[str, Dict[str, Any]] = {}
-
-    def row(k: str) -> Dict[str, Any]:
-        r = table.get(k)
-        if r is None:
-            r = table[k] = {"key": k, "added": [], "removed": [], "changed": [],
-                            "a": sa.get(k) or dict(_NONE_YET), "b": sb.get(k) or dict(_NONE_YET)}
-        return r
-
-    for k in (*sa, *sb):
-        row(k)
+    # every key a node of either side has: what the removed, added and changed nodes below file under
+    table: Dict[str, Dict[str, Any]] = {
+        k: {"key": k, "added": [], "removed": [], "changed": [], "a": sa.get(k) or _empty(), "b": sb.get(k) or _empty()}
+        for k in {**sa, **sb}}
     for i in d.removed:
-        row(key(na[i]))["removed"].append(i)
+        table[key(na[i])]["removed"].append(i)
     for i in d.added:
-        row(key(nb[i]))["added"].append(i)
+        table[key(nb[i])]["added"].append(i)
     for a, b, _ in d.changed:
         ka, kb = key(na[a]), key(nb[b])
-        row(ka)["changed"].append([a, b])
+        table[ka]["changed"].append([a, b])
         if kb != ka:
-            row(kb)["changed"].append([a, b])
+            table[kb]["changed"].append([a, b])
     out = DiffTable()
     for r in table.values():
         r["delta"] = _delta(r["a"], r["b"])

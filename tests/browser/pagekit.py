@@ -12,6 +12,8 @@ STATIC = Path(__file__).resolve().parents[2] / "graphwidget" / "static"
 #: The fake anywidget model (class FakeModel, function toView) of the pages that run the widget bundle outside
 #: Jupyter: JS text to put at the top of a page's script.
 FAKE_MODEL_JS = (Path(__file__).resolve().parent / "fake_model.js").read_text(encoding="utf-8")
+#: The page's automation API (``a`` in the expressions tests evaluate: ``async () => { const a = API; ... }``).
+API = "document.querySelector('.graphwidget-root').graphwidget"
 
 
 class Watched:
@@ -66,7 +68,7 @@ class Watched:
 def wait_ready(page: Any, timeout: float = 60_000) -> Dict[str, Any]:
     """Waits for the first complete drawing; returns the automation API's timings."""
     page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=timeout)
-    return page.evaluate("async () => { const a = document.querySelector('.graphwidget-root').graphwidget; await a.ready; return a.timings; }")
+    return page.evaluate(f"async () => {{ const a = {API}; await a.ready; return a.timings; }}")
 
 
 def wait_until(check: Callable[[], T], timeout: float = 10.0) -> T:
@@ -88,10 +90,8 @@ def assert_centred(page: Any, position: str, canvas: Any) -> None:
     ``canvas`` locator's box once the view has settled: a selection can open the side panel, which narrows the
     canvas, and the pane re-centres when its ResizeObserver reports that (a frame later, or more on a loaded
     machine); a check read between the two sees the narrower canvas with the old camera."""
-    api = "document.querySelector('.graphwidget-root').graphwidget"
-
     def off() -> Any:
-        pos = page.evaluate(f"async () => {{ const a = {api}; return await ({position}); }}")
+        pos = page.evaluate(f"async () => {{ const a = {API}; return await ({position}); }}")
         box = canvas.bounding_box()
         dx, dy = pos["x"] - (box["x"] + box["width"] / 2), pos["y"] - (box["y"] + box["height"] / 2)
         return None if abs(dx) < 2 and abs(dy) < 2 else (pos, box)

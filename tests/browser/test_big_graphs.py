@@ -19,13 +19,13 @@ from typing import Any, Dict, List, Tuple
 
 import fixtures as fx
 import pytest
+from pagekit import API
 
 from graphwidget.model.graph import GradGraph
 from graphwidget.model.io import from_dict
 from graphwidget.views import packed
 from graphwidget.views.export import export_html, render_html
 
-API = "document.querySelector('.graphwidget-root').graphwidget"
 #: where the screenshots go for people to look at (git-ignored)
 SCREENS = Path(__file__).resolve().parents[1] / "artifacts" / "screens"
 #: V8's longest string: the old payload's JSON text had to fit in one.

@@ -13,12 +13,11 @@ from typing import Any, Dict
 import fixtures as fx
 import pytest
 from model_graphs import SCREENS
-from pagekit import FAKE_MODEL_JS, STATIC, wait_until
+from pagekit import API, FAKE_MODEL_JS, STATIC, wait_until
 
 from graphwidget.views.widget import GraphWidget
 
 ORIGIN = "http://notebook.test/"
-API = "document.querySelector('.graphwidget-root').graphwidget"
 
 #: a notebook-like page: text above and below the output, so the page scrolls; `hostStyle` sets the host's CSS
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>

@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pagekit import wait_ready
+from pagekit import API, wait_ready
 
 import graphwidget as gw
-
-API = "document.querySelector('.graphwidget-root').graphwidget"
 
 
 def api(page: Any, expr: str) -> Any:

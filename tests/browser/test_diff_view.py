@@ -16,9 +16,7 @@ import diff_fixtures as dfx
 import fixtures as fx
 import pagekit
 import pytest
-from pagekit import FAKE_MODEL_JS, STATIC, wait_ready, wait_until
-
-API = "document.querySelector('.graphwidget-root').graphwidget"
+from pagekit import API, FAKE_MODEL_JS, STATIC, wait_ready, wait_until
 
 
 def open_diff(watched: Any, tmp_path: Path, doc: Dict[str, Any], *, width: int = 1300, name: str = "diff.html", **kw: Any) -> Any:

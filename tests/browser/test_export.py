@@ -7,12 +7,10 @@ from typing import Any, Dict
 
 import fixtures as fx
 import pytest
-from pagekit import assert_centred, wait_ready, wait_until
+from pagekit import API, assert_centred, wait_ready, wait_until
 
 from graphwidget.views.assets import bundle_path
 from graphwidget.views.export import export_html, render_html
-
-API = "document.querySelector('.graphwidget-root').graphwidget"
 
 
 def open_export(watched: Any, tmp_path: Path, graph: Dict[str, Any], name: str = "g.html", **kw: Any) -> Any:

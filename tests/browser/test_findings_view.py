@@ -15,14 +15,13 @@ from typing import Any, Dict, Tuple
 
 import fixtures as fx
 import pytest
-from pagekit import assert_centred, next_frame, wait_ready, wait_until
+from pagekit import API, assert_centred, next_frame, wait_ready, wait_until
 
 import graphwidget as gw
 from graphwidget.model import schema
 from graphwidget.views.export import export_html
 
 ROOT = Path(__file__).resolve().parents[2]
-API = "document.querySelector('.graphwidget-root').graphwidget"
 EX = gw.examples
 SEED_LINE = "homography.py:54"
 # the badge fills of canvas/badges.ts: warning and resolved, light and dark

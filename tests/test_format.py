@@ -59,6 +59,21 @@ def test_round_trip_is_exact(profiled: GradGraph) -> None:
     assert json.loads(json.dumps(profiled.to_dict())) == doc
 
 
+def test_loaded_node_dicts_share_keys_but_nothing_else(profiled: GradGraph) -> None:
+    """The node dicts built from a file's columns share one key table (less memory) and nothing else: a value changed
+    or a key added on one node (memory profiling adds ``peak_bytes``) stays there, and the next load is untouched."""
+    text = profiled.to_json()
+    g = gw.load_json(text)
+    a, b = list(g.nx.nodes)[:2]
+    g.nx.nodes[a]["op"] = "Changed"
+    g.nx.nodes[a]["note"] = 1
+    assert g.nx.nodes[b]["op"] != "Changed" and "note" not in g.nx.nodes[b]
+    assert list(g.nx.nodes[a])[-1] == "note" and type(g.nx.nodes[a]) is dict
+    again = gw.load_json(text)
+    assert again.nx.nodes[a]["op"] != "Changed" and tuple(again.nx.nodes[a]) == schema.node_keys(again.meta)
+    same_graph(profiled, again)
+
+
 def test_round_trip_of_a_random_dag_and_awkward_values() -> None:
     """Values a column must not merge: 1, 1.0 and true; "1" and 1; [] and {}; key order inside records."""
     a, _ = random_pair(3000, seed=3)

@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from .._util.dicts import shared_key_dict
 from ..model import schema
 from .compat import data_of, hook_of, metadata_without_binding
 from .seq import NO_SEQ
@@ -246,23 +247,6 @@ def node_kind(fn: Node) -> str:
     if type(fn).__name__ == "AccumulateGrad":
         return "leaf"
     return "backward"
-
-
-
-
-def shared_key_dict(keys: Sequence[str]) -> Dict[str, Any]:
-    """A dict of ``keys`` (all ``None``) whose copies share one key table (a CPython "split table" dict).
-
-    Every node record is a copy of one template; a plain 16-key dict copy carries its own key table (464 bytes), a
-    copy of an instance ``__dict__`` shares it and holds only the values (296 bytes). At 1M nodes that is 170 MB
-    less memory to fault in. The copies are ordinary dicts in every other way (order, equality, new keys). On a
-    Python that does not split instance dicts this is simply a plain dict.
-    """
-    cls = type("_SharedKeys", (), {})
-    obj = cls()
-    for k in keys:
-        setattr(obj, k, None)
-    return obj.__dict__
 
 
 # Every node record starts as a copy of this (copying a dict is cheaper than building a 15-key literal).

@@ -24,11 +24,15 @@ from __future__ import annotations
 
 import argparse
 import gc
+import operator
 import os
 import random
 import sys
 import tempfile
 import time
+from collections import deque
+from itertools import chain, compress, repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Tuple
 
@@ -41,6 +45,8 @@ import graphwidget as gw  # noqa: E402
 from graphwidget._util.gc import gc_paused  # noqa: E402
 from graphwidget.capturing import native  # noqa: E402
 from graphwidget.capturing._deep_free import make_deep_free_safe  # noqa: E402
+from graphwidget.capturing.records import TypeInfo  # noqa: E402
+from graphwidget.capturing.walk import walk  # noqa: E402
 
 
 def make_chain(n: int) -> torch.Tensor:
@@ -171,31 +177,51 @@ def fan_in(sizes) -> None:
 
 
 
+_CHUNK = 1024  # nodes per bulk read: what torch makes for them is dropped while still in cache
+
+
 def _reads(root) -> int:
-    """Only the reads any capture must make of every node: its type, next_functions and the shape, dtype and device
-    of each output (``_input_metadata``); nothing is recorded."""
-    seen = set()
-    stack = [root]
+    """Every read a capture must make, done the cheapest way Python has, nothing recorded: the walk that gives the
+    nodes their pre-order ids (graphwidget's own), then C loops over chunks of nodes: each output's shape, dtype and
+    device (``_input_metadata``) and the sequence number; type by type, every ``_saved_*`` value (for a tensor first its
+    raw SavedVariable and that one's unpack hook: reading a hooked value would run the hook); and each input's id
+    (``next_functions`` through the walk's id map)."""
     with gc_paused():
-        while stack:
-            fn = stack.pop()
-            if fn in seen:
+        w = walk([root])
+        order = w.order
+        for s in range(0, len(order), _CHUNK):
+            chunk = order[s:s + _CHUNK]
+            flat = list(chain.from_iterable(map(_META, chunk)))
+            deque(zip(map(_SHAPE, flat), map(_DTYPE, flat), map(_DEVICE, flat)), maxlen=0)
+            deque(map(_SEQ, chunk), maxlen=0)
+        types = list(map(type, order))
+        for t, fn in dict(zip(types, order)).items():
+            info = TypeInfo(fn)
+            if not (info.tensor_attrs or info.other_attrs):
                 continue
-            seen.add(fn)
-            type(fn)
-            for m in fn._input_metadata:
-                m.shape, m.dtype, m.device  # noqa: B018 - the reads are the point: nothing is kept
-            for child, _ in fn.next_functions:
-                if child is not None and child not in seen:
-                    stack.append(child)
-    return len(seen)
+            fns = list(compress(order, map(operator.is_, types, repeat(t))))
+            for attr, _, raw in info.tensor_attrs:
+                raws = list(map(attrgetter(raw), fns))
+                if not any(map(isinstance, raws, repeat(list))):
+                    any(map(_HOOK, raws))
+                deque(map(attrgetter(attr), fns), maxlen=0)
+            for attr, _ in info.other_attrs:
+                deque(map(attrgetter(attr), fns), maxlen=0)
+        children = list(map(operator.itemgetter(0), chain.from_iterable(w.nexts)))
+        deque(map(w.index.__getitem__, map(id, compress(children, map(operator.is_not, children, repeat(None))))),
+              maxlen=0)
+    return len(order)
+
+
+_META, _SHAPE, _DTYPE, _DEVICE = (attrgetter(a) for a in ("_input_metadata", "shape", "dtype", "device"))
+_HOOK, _SEQ = attrgetter("unpack_hook"), operator.methodcaller("_sequence_nr")
 
 
 def python_bound(kinds, n: int) -> None:
-    """A lower bound for any pure-Python capture, against the floor: it must at least read every node (``reads``) and
-    build the networkx graph, here in the cheapest way Python has (``build``: ``load_json``'s bulk build from
-    prepared columns, C-level loops, no record made). The sum of the two ratios is what no pure-Python capture can
-    beat on this interpreter and torch."""
+    """A lower bound for any pure-Python capture, against the floor: it must at least make every read (``reads``:
+    :func:`_reads`, in C loops) and build the networkx graph, here in the cheapest way Python has (``build``:
+    ``load_json``'s bulk build from prepared columns, C-level loops, no record made). The sum of the two ratios is
+    what no pure-Python capture can beat on this interpreter and torch."""
     print(f"\npure-Python lower bound at {n:,} nodes (CPU seconds, ratio to the floor in the same run)")
     print(f"{'graph':<9} {'nodes':>9} {'bare DFS':>9} {'reads':>15} {'build':>15} {'sum':>7}  {'capture (python)':>17}")
     for kind in kinds:
@@ -321,7 +347,7 @@ def main() -> None:
         args.fan_in = [100_000] if args.quick else [100_000, 200_000]
     # Freeing a deep graph that Python has walked recurses inside torch (see graphwidget/capturing/_deep_free.py); the bare
     # DFS below walks without graphwidget's protection, so grant the stack up front.
-    make_deep_free_safe(max([*args.sizes, args.pipeline, 0]))
+    make_deep_free_safe(max([*args.sizes, args.pipeline, args.python_bound, 0]))
     core = "compiled core" if native.available() else f"NO compiled core ({native.status()['reason']})"
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {core}; best of {args.reps} "
           f"(1M: 1), each on a fresh graph; load average {load_average()}")

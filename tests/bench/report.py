@@ -51,8 +51,9 @@ BENCHES: List[Bench] = [
           "Python); `python` forces the pure-Python engine. Fan-in: one `torch.cat` of k leaves, which must grow "
           "linearly in k. Targets: the compiled core at most 3x the bare walk from 100k nodes on; pure Python at "
           "most 6x at 1M nodes (full mode with `--python-1m`; `--python-bound`: the lower bound no pure-Python "
-          "capture can beat, the reads of every node plus the cheapest networkx build, each against the same "
-          "floor); `--pipeline 1000000`: capture, save, export and diff "
+          "capture can beat, every read a capture must make (the pre-order walk, each output's shape, dtype and "
+          "device, the sequence number, every saved value with its raw SavedVariable and unpack hook, each input's "
+          "id), in C loops, plus the cheapest networkx build, each against the same floor); `--pipeline 1000000`: capture, save, export and diff "
           "of two 1M-node DAGs within 8 GB of resident memory.",
           ("--sizes", "1000000", "--kinds", "chain", "dag", "--python-1m", "--reps", "1", "--fan-in",
            "--python-bound", "1000000", "--pipeline", "1000000")),

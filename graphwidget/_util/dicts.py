@@ -7,10 +7,10 @@ from typing import Any, Dict, Sequence
 def shared_key_dict(keys: Sequence[str]) -> Dict[str, Any]:
     """A dict of ``keys`` (all ``None``) whose copies share one key table (a CPython "split table" dict).
 
-    Every node record is a copy of one template; a plain 16-key dict copy carries its own key table (464 bytes), a
-    copy of an instance ``__dict__`` shares it and holds only the values (296 bytes). At 1M nodes that is 170 MB
-    less memory to fault in. The copies are ordinary dicts in every other way (order, equality, new keys). On a
-    Python that does not split instance dicts this is simply a plain dict.
+    Every node record is a copy of one template; a plain dict copy carries its own key table, a copy of an instance
+    ``__dict__`` shares it and holds only the values: at a million nodes, far less memory to fault in. The copies
+    are ordinary dicts in every other way (order, equality, new keys). On a Python that does not split instance
+    dicts this is simply a plain dict.
     """
     cls = type("_SharedKeys", (), {})
     obj = cls()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from no_torch import BLOCK_TORCH
 
 import graphwidget as gw
 from graphwidget.model import schema
@@ -130,13 +131,7 @@ def test_saved_graphs_load_summarise_and_diff_without_torch(tmp_path):
     x = torch.randn(4, requires_grad=True)
     g = gw.profile(lambda: (x.exp() * x).sum(), repeat=2)
     (tmp_path / "g.json").write_text(g.to_json())
-    proc = _run(f"""
-        import sys
-        class NoTorch:
-            def find_spec(self, name, path=None, target=None):
-                if name == "torch" or name.startswith("torch."):
-                    raise ImportError("torch is blocked in this test")
-        sys.meta_path.insert(0, NoTorch())
+    proc = _run(BLOCK_TORCH + textwrap.dedent(f"""
         import graphwidget as gw
         g = gw.load_json(open({str(tmp_path / 'g.json')!r}).read())
         s = g.summary()
@@ -149,7 +144,7 @@ def test_saved_graphs_load_summarise_and_diff_without_torch(tmp_path):
             print("capture:", exc)
         assert "torch" not in sys.modules
         print("OK")
-    """, cwd=tmp_path)
+    """), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "OK" in proc.stdout and "capture: graphwidget.capture needs PyTorch" in proc.stdout
 

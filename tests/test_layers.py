@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from no_torch import BLOCK_TORCH
 
 PKG = Path(__file__).resolve().parents[1] / "graphwidget"
 
@@ -105,23 +106,13 @@ def test_the_rule_catches_an_upward_import(tmp_path, monkeypatch):
                              "graphwidget/model/bad.py:4: model imports capturing (inside a function)"]
 
 
-BLOCK_TORCH = """
-    import sys
-    class NoTorch:
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch" or name.startswith("torch."):
-                raise ImportError("torch is blocked in this test")
-    sys.meta_path.insert(0, NoTorch())
-"""
-
-
 @pytest.mark.parametrize("stage", ["model", "analysis"])
 def test_torch_free_stages_import_every_module_without_torch(stage):
     """Saved graphs are read, summarised, diffed and advised without torch: every module of ``model/`` and
     ``analysis/`` (every advisor rule included) imports with torch blocked."""
     modules = sorted(".".join(p.relative_to(PKG.parent).with_suffix("").parts).replace(".__init__", "")
                      for p in (PKG / stage).rglob("*.py"))
-    code = textwrap.dedent(BLOCK_TORCH) + textwrap.dedent(f"""
+    code = BLOCK_TORCH + textwrap.dedent(f"""
         import importlib
         for m in {modules!r}:
             importlib.import_module(m)

@@ -20,7 +20,7 @@ from .model import GradGraph, SchemaError
 
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "load", "SchemaError", "diff", "compare",
-    "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "load_ranks", "GraphWidget", "DiffWidget", "export_html",
+    "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "GraphWidget", "DiffWidget", "export_html",
     "examples", "load_ipython_extension", "advise", "with_checkpoint",
 ]
 
@@ -61,6 +61,12 @@ _LAZY = {
 }
 
 
+def __dir__() -> "list[str]":
+    """What ``dir(gw)`` and an IDE's completion offer: the public names (lazy ones included, before their first use)
+    and the module's dunder attributes — not the helpers this module imports for itself."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         mod, attr = _LAZY[name]
@@ -89,16 +95,25 @@ def load_json(text: Any) -> Any:
             return Diff.from_dict(data)
         if isinstance(data, dict) and data.get("format") == schema.NWAY_FORMAT:
             from .analysis.diff.multi import MultiDiff
-            return MultiDiff.from_dict(data)
+            multi = MultiDiff.from_dict(data)
+            if data.get("result") == "RankSet":
+                from .analysis.ranks import RankSet
+                return RankSet.from_nway(multi)
+            return multi
         return io.graph_from_parsed(data)
 
 
 def load(path: Any) -> Any:
-    """Read a file :meth:`GradGraph.save` (or any ``to_json()``) wrote: a graph, a diff or an N-way comparison, like
-    :func:`load_json`; a ``.gz`` file (``g.json.gz``) is gzip-compressed. Works without torch.
+    """Read what a result's ``save`` wrote: a graph, a diff or an N-way comparison file (any ``to_json()``, like
+    :func:`load_json`; ``.gz``: gzip-compressed), or a folder of per-rank graphs (:meth:`RankSet.save`) as a
+    :class:`RankSet`. Works without torch.
 
     >>> g.save("g.json.gz"); g2 = gw.load("g.json.gz")        # doctest: +SKIP
     """
+    from pathlib import Path
+    if isinstance(path, (str, Path)) and Path(path).is_dir():
+        from .analysis.ranks import RankSet
+        return RankSet.from_dir(path)
     from .model.io import read_file
     return load_json(read_file(path))
 

@@ -176,7 +176,7 @@ def test_self_check_passes_for_the_real_core_and_catches_a_wrong_one():
         first["op"] = first["op"] + "X"  # a core that misnames one node
         return (node, *rest)
 
-    wrong = SimpleNamespace(capture=wrong_capture, rank_seq=mod.rank_seq, json_arrays=mod.json_arrays,
+    wrong = SimpleNamespace(capture=wrong_capture, rank_seq=mod.rank_seq,
                             untrack_tree=mod.untrack_tree, instrument=mod.instrument, Unsupported=mod.Unsupported)
     problem = native.self_check(wrong)
     assert problem is not None and ".op" in problem, problem

@@ -275,7 +275,7 @@ def test_rankset_groups_maps_and_reads_back(tmp_path: Path) -> None:
     st = rs.node_stats(0)
     assert set(st["times"]) == {0, 1, 2} and st["min"] <= st["median"] <= st["max"]
     rs.save(tmp_path)
-    back = gw.load_ranks(tmp_path)
+    back = gw.load(tmp_path)
     assert back.ranks == [0, 1, 2] and back.divergent[0]["first"] == div["first"]
     d = rs.nway()
     assert d.sides[:2] == ("rank 0", "rank 2") and d.kind == "ranks"  # (+ a straggler, if jitter made one)

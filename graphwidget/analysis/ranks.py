@@ -377,8 +377,22 @@ class RankSet:
         return f"<RankSet {self.sentence()}>"
 
     def to_json(self, indent: Optional[int] = None) -> str:
-        """The ``"graphwidget-nway"`` document of every rank's graph (``nway("all")``)."""
-        return str(self.nway("all").to_json(indent=indent))
+        """The ``"graphwidget-nway"`` document of every rank's graph (``nway("all")``), marked
+        ``"result": "RankSet"`` so that :func:`graphwidget.load_json` gives a :class:`RankSet` back."""
+        text = str(self.nway("all").to_json(indent=indent))
+        return '{"result":"RankSet",' + text[1:]
+
+    @classmethod
+    def from_nway(cls, multi: Any) -> "RankSet":
+        """The rank set an N-way document of kind ``"ranks"`` showing every rank holds (what :meth:`to_json`
+        wrote): its graphs by rank, the job's world size and how they were gathered."""
+        record = multi.ranks or {}
+        shown = record.get("shown")
+        if multi.kind != "ranks" or not isinstance(shown, list) or len(shown) != len(multi.sides):
+            raise ValueError("graphwidget: this N-way document is not a rank set (kind \"ranks\" with every "
+                             "pane's rank); load it as a MultiDiff.")
+        graphs = {int(r): multi.graphs[side] for r, side in zip(shown, multi.sides)}
+        return cls(graphs, world_size=record.get("world_size"), gather=record.get("gather"))
 
     def export_html(self, path: Any, ranks: Any = None, **kwargs: Any) -> Any:
         """The N-way export of :meth:`nway` (``ranks``: which panes)."""
@@ -432,6 +446,9 @@ class RankSet:
 
 
 def load_ranks(folder: Any) -> RankSet:
-    """:meth:`RankSet.from_dir`."""
+    """Deprecated: ``gw.load(folder)`` reads a folder of per-rank graphs (:meth:`RankSet.from_dir`)."""
+    import warnings
+    warnings.warn("graphwidget.load_ranks(folder) is deprecated: use graphwidget.load(folder), which reads the folder "
+                  "RankSet.save wrote.", DeprecationWarning, stacklevel=2)
     return RankSet.from_dir(folder)
 

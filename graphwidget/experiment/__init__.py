@@ -1,7 +1,10 @@
 """The experiment stage: running code to answer a question about it (needs torch).
 
-``compare`` (:func:`graphwidget.compare`: two implementations on copies of the same inputs: same maths? what changed?
-which is faster?), ``equivalence`` (outputs and gradients, tensor by tensor), ``interleave`` (timing two functions
-fairly, in interleaved rounds), ``layout_timing`` (one op in several operand layouts: the advisor's memory-layout
-measurements). It runs the capture, attribution and profiling stages and hands graphs to the torch-free analyses.
-"""
+``compare`` (:func:`graphwidget.compare`: two implementations on copies of the same inputs: same maths? what
+changed? which is faster?), ``equivalence`` (outputs and gradients, tensor by tensor), ``interleave`` (timing two
+functions fairly, in interleaved rounds), ``layout_timing`` (one op in several operand layouts: the advisor's
+memory-layout measurements), ``naming`` (which tensors get a gradient, their names and partners), ``state`` (what is
+saved and put back), ``reference`` (the float64 runs), ``speed`` (plain interleaved runs: faster?), ``nway`` and
+``nway_speed`` (N sides, and ``gw.compare``'s dispatch), ``ranks`` (``ranks=``: each rank's graph), ``peak``
+(compare's measured peak), ``checkpointing`` (``gw.with_checkpoint``). It runs the capture, attribution and
+profiling stages and hands graphs to the torch-free analyses."""

@@ -56,6 +56,7 @@ class GradGraph:
         self.findings: Optional[List[Dict[str, Any]]] = None
         self._abs_seq: Optional[Dict[int, int]] = {}
         self._abs_seq_raw: Optional[bytes] = None  # the compiled core's form: uint64 per node id, max = none
+        self._headline: Optional[Tuple[Tuple[Any, ...], str]] = None  # (shape key, text): see headline()
 
     @property
     def nx(self) -> nx.DiGraph:
@@ -132,11 +133,23 @@ class GradGraph:
         return f"<GradGraph{self.headline()}>"
 
     def headline(self) -> str:
-        """One line: title, nodes, edges, saved bytes (also the ``text/plain`` of the rich display)."""
+        """One line: title, nodes, edges, saved bytes (also the ``text/plain`` of the rich display).
+
+        Computed once per shape of the graph (node and edge counts, title), since a notebook asks for it on every
+        display and ``repr``, and the saved bytes need a pass over every node; edit a node's saved tensors in place
+        and the line keeps the old total until a node or an edge is added or removed."""
+        held = self._held
+        edges = len(held.src) if held is not None else self.nx.number_of_edges()
+        key = (len(self), edges, self.meta.get("title"))
+        cached = self._headline
+        if cached is not None and cached[0] == key:
+            return cached[1]
         from .._util.text import human_bytes
         s = self.summary()
         title = f" {self.meta['title']!r}" if self.meta.get("title") else ""
-        return f"{title}: {s['nodes']} nodes, {s['edges']} edges, saved {human_bytes(s['saved_bytes'])}"
+        text = f"{title}: {s['nodes']} nodes, {s['edges']} edges, saved {human_bytes(s['saved_bytes'])}"
+        self._headline = (key, text)
+        return text
 
     def nodes(self, op: Optional[str] = None, **attrs: Any) -> List[int]:
         """Ids of nodes whose ``op`` (and any other given attribute) equals the given values, in id order.

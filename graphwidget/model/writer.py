@@ -1,10 +1,10 @@
 """Writing the JSON form of a graph (``docs/schema.md``); :mod:`.io` reads it back.
 
-Version 2 (the default) writes nodes and edges as columns (:mod:`.columns`); version 1 (one record per node and per
-edge) is what the viewer reads and diff documents embed. Writing version 1 is faster with the compiled core (it writes
-the node/edge arrays without building the dicts first).
-The model does not know the core: the package's ``__init__`` registers the capture stage's loader here as an
-*accelerator* when torch is importable; without it (and without torch) the same text is written, only slower.
+Version 2 (the default) writes nodes and edges as columns (:mod:`.columns`): what files, diff and N-way documents
+hold; version 1 (one record per node and per edge) is still written on request and read.
+The model does not know the compiled core: the package's ``__init__`` registers the capture stage's loader here as an
+*accelerator* when torch is importable, and reading uses it (:mod:`.io`, :mod:`.held`) to untrack parsed JSON from
+the cycle collector; without it (and without torch) the same graphs are read, only slower.
 This module needs no :class:`~graphwidget.model.GradGraph` import (it reads ``nx``, ``meta`` and ``findings``), so the
 graph can use it and the reader can build graphs without a cycle between them.
 """
@@ -30,7 +30,8 @@ _accelerator: Optional[Callable[[], Any]] = None
 
 
 def register_accelerator(provider: Callable[[], Any]) -> None:
-    """Let :func:`to_json` / :func:`load_json` use the compiled core returned by ``provider()`` when it is built."""
+    """Let :func:`load_json` and a loaded graph's first ``.nx`` use the compiled core returned by ``provider()`` when it
+    is built (to untrack parsed JSON and built dicts from the cycle collector)."""
     global _accelerator
     _accelerator = provider
 
@@ -42,7 +43,7 @@ def registered_core() -> Any:
 
 def to_dict(graph: "GradGraph", version: int = schema.VERSION) -> Dict[str, Any]:
     """The JSON form as Python objects: version 2 (columns) by default; ``version=1`` gives one record per node and
-    per edge (what the viewer reads, and what diff and N-way documents embed)."""
+    per edge."""
     if version == 1:
         return _records(graph)
     if version != schema.VERSION:
@@ -141,21 +142,15 @@ def _column_text(col: Any, dumps: Callable[[Any], str]) -> str:
     return dumps(col)
 
 
-def to_json(graph: "GradGraph", indent: Optional[int] = None, core: Any = None,
-            version: int = schema.VERSION) -> str:
+def to_json(graph: "GradGraph", indent: Optional[int] = None, version: int = schema.VERSION) -> str:
     """Serialise to the versioned JSON form (version 2, columns, unless ``version=1``); :func:`load_json` reads it
-    back exactly. ``core``: a compiled core to write version 1 with (default: the registered accelerator's, when
-    there is one)."""
+    back exactly."""
     if version == schema.VERSION and indent is None:
         try:
             with gc_paused():
                 return "".join(iter_json(graph))
         except ValueError as exc:  # NaN / Infinity somewhere
             raise _nan_error(exc) from None
-    if version == 1 and indent is None and graph.findings is None:
-        fast = _to_json_native(graph, core if core is not None else registered_core())
-        if fast is not None:
-            return fast
     with gc_paused():
         try:
             return json.dumps(to_dict(graph, version), indent=indent, separators=None if indent else (",", ":"),
@@ -183,15 +178,15 @@ def save(graph: "GradGraph", path: Any) -> Path:
     return p
 
 
-def _to_json_native(graph: "GradGraph", mod: Any) -> Optional[str]:
-    """The same text as the version 1 json.dumps path, written by the compiled core ``mod`` without building
-    :func:`to_dict` first; None when the core is absent or a value is not plain JSON."""
-    if mod is None:
-        return None
-    node, succ, _ = adjacency(graph.nx)
+def save_document(text: str, path: Any) -> Path:
+    """Write a document's JSON text (a diff's, an N-way comparison's) to ``path``; a name ending in ``.gz`` is
+    gzip-compressed, as :func:`save` does for graphs. A write that fails leaves no half-written file behind."""
+    p = Path(path)
     try:
-        nodes, edges = mod.json_arrays(node, succ, schema.node_keys(graph.meta), schema.EDGE_KEYS)
-    except mod.Unsupported:
-        return None
-    head = json.dumps(_head(graph, 1), separators=(",", ":"), allow_nan=False)
-    return f"{head[:-1]},\"nodes\":{nodes},\"edges\":{edges}}}"
+        with (gzip.open(p, "wt", encoding="utf-8", compresslevel=6) if p.suffix == ".gz"
+              else open(p, "w", encoding="utf-8")) as f:
+            f.write(text)
+    except BaseException:
+        p.unlink(missing_ok=True)
+        raise
+    return p

@@ -80,8 +80,8 @@ BENCHES: List[Bench] = [
           ("--sizes", "100000", "300000", "1000000", "--kinds", "random", "--repeat", "1")),
     Bench("files", "bench_files.py", "Files: graph JSON size, `to_json`, `load_json` (version 1 vs 2)", ("--quick",),
           (),
-          "The random DAG of `bench_diff.py` written by the version 1 writer (records, the compiled core's when "
-          "built) and by version 2 (columns), in the same run: bytes per node (and gzip), `to_json`, `json.loads` "
+          "The random DAG of `bench_diff.py` written by the version 1 writer (records) "
+          "and by version 2 (columns), in the same run: bytes per node (and gzip), `to_json`, `json.loads` "
           "of the same text (the floor) and `load_json` (parse and validate; version 2 builds the networkx graph "
           "on first use) with its ratio to the floor, `summary()` of the loaded graph and building networkx. "
           "Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes (full mode; "

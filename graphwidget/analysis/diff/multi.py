@@ -280,6 +280,12 @@ class MultiDiff:
             graphs = ",".join(self.graphs[x].to_json() for x in self.sides)
             return f'{head[:-1]},"graphs":[{graphs}]}}'
 
+    def save(self, path: Any) -> Any:
+        """Write :meth:`to_json` to a file (``.json.gz``: gzip-compressed); :func:`graphwidget.load` reads it back
+        as a :class:`MultiDiff`. Returns the path."""
+        from ...model.writer import save_document
+        return save_document(self.to_json(), path)
+
     @classmethod
     def from_dict(cls, data: Any, who: str = "graphwidget.load_json") -> "MultiDiff":
         """Build from the parsed document (validated: a broken file raises :class:`~graphwidget.SchemaError`

@@ -190,6 +190,12 @@ class Diff:
             # The graphs' own to_json spliced in, not re-encoded.
             return f'{head[:-1]},"a":{self.a.to_json()},"b":{self.b.to_json()}}}'
 
+    def save(self, path: Any) -> Any:
+        """Write :meth:`to_json` to a file (``.json.gz``: gzip-compressed); :func:`graphwidget.load` reads it back
+        as a :class:`Diff`. Returns the path."""
+        from ...model.writer import save_document
+        return save_document(self.to_json(), path)
+
     @classmethod
     def from_dict(cls, data: Any, who: str = "graphwidget.load_json") -> "Diff":
         """Build from the parsed ``"graphwidget-diff"`` document (validated: a broken file raises

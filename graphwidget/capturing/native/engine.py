@@ -22,7 +22,7 @@ BUILD_TIME = "a few minutes of compiling, once per environment"
 #: A capture of this many nodes without the core says, once, that the core exists and how to build it.
 LARGE_GRAPH = 20_000
 #: The functions a library must have to be the core.
-REQUIRED = ("capture", "rank_seq", "instrument", "json_arrays", "Unsupported")
+REQUIRED = ("capture", "rank_seq", "instrument", "untrack_tree", "Unsupported")
 
 _module: Optional[ModuleType] = None   # the loaded, self-checked core
 _load_error: Optional[str] = None      # why load() returned None (not built, does not load, ...)
@@ -204,8 +204,8 @@ def first_difference(a: str, b: str) -> Optional[str]:
 
 
 def self_check(core: Any) -> Optional[str]:
-    """Capture the probe graph with the Python engine and with ``core`` and compare the JSON texts — capture, seq
-    ranking and the core's JSON writer in one go. ``None`` when identical, else the first difference."""
+    """Capture the probe graph with the Python engine and with ``core`` and compare the JSON texts — capture and seq
+    ranking in one go. ``None`` when identical, else the first difference."""
     from ...model.writer import to_dict, to_json
     from ..engines import native_graph, python_graph
     from ..roots import parameter_names, roots_of
@@ -213,5 +213,5 @@ def self_check(core: Any) -> Optional[str]:
     names = parameter_names(module)
     expected = python_graph(roots_of(roots_obj), names, None, rank=True)
     want = json.dumps(to_dict(expected, version=1), separators=(",", ":"), allow_nan=False)
-    got = to_json(native_graph(core, roots_of(roots_obj), names, None, rank=True), core=core, version=1)
+    got = to_json(native_graph(core, roots_of(roots_obj), names, None, rank=True), version=1)
     return first_difference(want, got)

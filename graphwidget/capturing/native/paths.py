@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 
 #: The C++ sources, compiled into one extension module (module.cpp defines it).
 CPP_DIR = Path(__file__).with_name("cpp")
-SOURCES = [CPP_DIR / n for n in ("module.cpp", "capture.cpp", "hooks.cpp", "json.cpp")]
+SOURCES = [CPP_DIR / n for n in ("module.cpp", "capture.cpp", "hooks.cpp", "untrack.cpp")]
 HEADERS = [CPP_DIR / "common.h"]
 
 #: ``GRAPHWIDGET_NATIVE=0`` ignores a built core (capture, profile and JSON then use pure Python).

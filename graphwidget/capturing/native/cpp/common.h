@@ -218,7 +218,6 @@ PyObject* guarded(F&& f) {
 PyObject* py_capture(PyObject*, PyObject* args);
 PyObject* py_rank_seq(PyObject*, PyObject* attrs);
 PyObject* py_instrument(PyObject*, PyObject* args);
-PyObject* py_json_arrays(PyObject*, PyObject* args);
 PyObject* py_untrack_tree(PyObject*, PyObject* obj);
 bool init_hooks(PyObject* module);
 

@@ -11,8 +11,6 @@ PyMethodDef methods[] = {
      "rank_seq(node_attrs) -> {node: absolute seq}; replaces each node's seq by its rank (capture.finalize_seq)"},
     {"instrument", gw::py_instrument, METH_VARARGS,
      "instrument(roots, hook) -> Instrumented: capture's walk, with C++ timing hooks on every node (hooks.cpp)"},
-    {"json_arrays", gw::py_json_arrays, METH_VARARGS,
-     "json_arrays(node_attrs, succ, node_keys, edge_keys) -> (nodes JSON, edges JSON), as json.dumps writes them"},
     {"untrack_tree", gw::py_untrack_tree, METH_O,
      "untrack_tree(obj): untrack the plain dicts/lists of parsed JSON from the cycle collector (load_json)"},
     {nullptr, nullptr, 0, nullptr}};

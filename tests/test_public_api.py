@@ -1,0 +1,106 @@
+"""The public surface as a user and an IDE meet it: completion offers every public name, every result type
+round-trips through ``to_json``/``gw.load_json`` and ``save``/``gw.load`` to the same type, and ``repr`` is cheap after
+the first call."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import graphwidget as gw
+from graphwidget.analysis.ranks import RankSet
+
+
+def test_dir_and_completion_offer_every_public_name_and_no_helpers() -> None:
+    names = dir(gw)
+    assert set(gw.__all__) <= set(names)
+    # the module's own helpers and the stage packages it happens to have imported are not offered
+    assert not {"Any", "annotations", "capturing", "analysis", "model", "views"} & set(names)
+    from IPython.core.completer import provisionalcompleter
+    from IPython.core.interactiveshell import InteractiveShell
+    ip = InteractiveShell.instance()
+    ip.run_cell("import graphwidget as gw")
+    with provisionalcompleter():
+        offered = {c.text for c in ip.Completer.completions("gw.comp", 7)}
+    assert "compare" in offered  # a lazy name, never used before in this shell's module
+
+
+def _graph(scale: float = 2.0) -> gw.GradGraph:
+    x = torch.randn(3, 4, requires_grad=True)
+    return gw.capture((x.tanh() * scale).sum())
+
+
+def _f(x: torch.Tensor) -> torch.Tensor:
+    return (x.unsqueeze(1).repeat(1, 3, 1) * 2).sum()
+
+
+def _g(x: torch.Tensor) -> torch.Tensor:
+    return (x.unsqueeze(1) * 2).sum() * 3
+
+
+def _results() -> Any:
+    x = torch.randn(4, 5, requires_grad=True)
+    g = _graph()
+    d = gw.diff(_graph(), _graph(3.0))
+    m = gw.compare({"a": _f, "b": _g, "c": _f}, x)
+    rs = RankSet({0: _graph(), 1: _graph(), 2: _graph(3.0)})
+    return [g, d, m, rs]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_every_result_type_round_trips_to_its_own_type(tmp_path: Path, suffix: str) -> None:
+    for obj in _results():
+        kind = type(obj)
+        back = gw.load_json(obj.to_json())
+        assert type(back) is kind, (kind, type(back))
+        assert back.to_json() == obj.to_json()
+        target = tmp_path / (kind.__name__ + ("" if kind is RankSet else suffix))
+        obj.save(target)
+        again = gw.load(target)
+        assert type(again) is kind
+        if kind is RankSet:
+            assert again.ranks == obj.ranks and again.groups == obj.groups and again.divergent == obj.divergent
+        else:
+            assert again.to_json() == obj.to_json()
+
+
+def test_a_multidiff_of_ranks_stays_a_multidiff() -> None:
+    rs = RankSet({0: _graph(), 1: _graph(3.0)})
+    d = rs.nway("all")
+    assert type(gw.load_json(d.to_json())).__name__ == "MultiDiff"
+
+
+def test_load_ranks_still_works_but_says_to_use_load(tmp_path: Path) -> None:
+    RankSet({0: _graph(), 1: _graph()}).save(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rs = gw.load_ranks(tmp_path)  # type: ignore[attr-defined]
+    assert rs.ranks == [0, 1]
+    assert any(issubclass(w.category, DeprecationWarning) and "gw.load" in str(w.message).replace("graphwidget.",
+                                                                                                      "gw.")
+               for w in caught)
+
+
+def test_a_failed_save_leaves_no_file(tmp_path: Path) -> None:
+    d = gw.diff(_graph(), _graph(3.0))
+    with pytest.raises(OSError):
+        d.save(tmp_path / "missing-folder" / "d.json")
+    assert not (tmp_path / "missing-folder").exists()
+
+
+def test_repr_is_computed_once_per_shape_of_the_graph() -> None:
+    x = torch.randn(2, requires_grad=True)
+    y = x
+    for _ in range(2000):
+        y = y * 1.5
+    g = gw.capture(y.sum())
+    passes = []
+    summary = g.summary
+    g.summary = lambda: passes.append(1) or summary()  # type: ignore[method-assign]
+    first = repr(g)
+    assert repr(g) == first and g.headline() in first and len(passes) == 1  # one pass over the nodes, not three
+    g.nx.add_node(len(g), op="Extra")  # a changed shape is never shown stale
+    assert f"{len(g)} nodes" in repr(g) and len(passes) == 2

@@ -302,7 +302,13 @@ def _hand_gpt2(cfg: Dict[str, int]) -> Any:
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1))
             return Out(loss)
 
-    return Model()
+    model = Model()
+    for mod in model.modules():  # GPT-2's initialisation: the default N(0, 1) embeddings make a tied head's logits huge
+        if isinstance(mod, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(mod.weight, std=0.02)
+        if isinstance(mod, nn.Linear) and mod.bias is not None:
+            nn.init.zeros_(mod.bias)
+    return model
 
 
 GPT2_DEFAULTS = dict(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, n_positions=1024)
@@ -834,7 +840,11 @@ def _neutrality_one(ctx: Ctx, mode: str, amp: Any, compiled: bool) -> None:
             p.grad = None
         run()
         ok, why = same_bits(ref, grads_of(params))
-        rep.add(grp, f"{tool}: gradients bit-identical to a plain run", ok, True, equal(ok, True), detail=why)
+        judged = equal(ok, True)
+        if not ok and not same_bits(ref, plain())[0]:
+            # the plain step is not reproducible here either (torch.compile's CPU kernels, atomics): no verdict
+            judged = (None, "not judged: a further plain run differs too")
+        rep.add(grp, f"{tool}: gradients bit-identical to a plain run", ok, True, judged, detail=why)
 
     def cap() -> None:
         loss = loss_fn()

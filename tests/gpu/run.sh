@@ -18,8 +18,8 @@ mkdir -p "$OUT"
 WHEELS=$REPO/tests/gpu/wheels
 SITE=$(mktemp -d /tmp/gw-site.XXXXXX)
 # The whole run stays within 8 minutes: the check, then the tests.
-CHECK_S=${CHECK_S:-330}
-TESTS_S=${TESTS_S:-120}
+CHECK_S=${CHECK_S:-300}
+TESTS_S=${TESTS_S:-150}
 start=$(date +%s)
 
 echo "== environment"

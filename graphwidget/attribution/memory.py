@@ -24,6 +24,7 @@ import torch
 from ..capturing._deep_free import make_deep_free_safe
 from ..capturing.walk import walk
 from ..model.graph import GradGraph
+from .cuda_capture import refuse_during_cuda_graph_capture
 from .recorder import Recorder
 from .shared_patch import dynamo_skip
 
@@ -201,6 +202,8 @@ class MemoryProbe:
             raise RuntimeError("memory=True records its timeline with torch.profiler, and a profiler is already "
                                "running here. Run gw.profile/gw.trace(..., memory=True) outside your torch.profiler "
                                "block, or drop memory=True inside it.")
+        if self.cuda:
+            refuse_during_cuda_graph_capture("memory=True")
         if self._reach is not None:
             self._before = existing_storages(*self._reach)
         if self.cuda:
@@ -402,6 +405,7 @@ def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
     ``torch.profiler``'s memory events (the CPU allocator has no counter of its own). Returns ``{"bytes",
     "source"}``."""
     if device.type == "cuda":
+        refuse_during_cuda_graph_capture("the memory peak (memory=True)")
         torch.cuda.synchronize(device)
         base = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)

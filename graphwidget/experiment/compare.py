@@ -26,6 +26,7 @@ import torch
 from ..analysis.diff.result import Diff, build, check_labels
 from ..analysis.diff.verdicts import BAND, labelled
 from ..attribution.attach import attributed_capture
+from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
 from ..attribution.recorder import Recorder
 from ..capturing.roots import loss_or_tensors
 from ..model.graph import GradGraph
@@ -319,6 +320,7 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     >>> d.equivalent, sorted({d.a.node(i)["op"] for i in d.removed})
     (True, ['RepeatBackward0', 'UnsqueezeBackward0'])
     """
+    refuse_during_cuda_graph_capture("graphwidget.compare")
     la, lb = check_labels(labels, "graphwidget.compare")
     for fn, side, label in ((fn_a, "A", la), (fn_b, "B", lb)):
         if not callable(fn):

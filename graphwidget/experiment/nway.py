@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.diff.multi import MultiDiff, _ref_index, build_multi, check_sides, default_labels
 from ..analysis.diff.verdicts import BAND
+from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
 from .compare import (
     Side,
     _equivalence,
@@ -90,6 +91,7 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
             raise TypeError(f"graphwidget.compare: side {label!r} must be callable (a function or an nn.Module); got "
                             f"{type(fn).__name__}.")
     check_options(profile, repeat, band, budget, threads)
+    refuse_during_cuda_graph_capture("graphwidget.compare")
     if not isinstance(memory, bool):
         raise TypeError(f"graphwidget.compare: memory must be True or False; got {memory!r}.")
     k = 0 if reference is None else _ref_index(reference, labs, "graphwidget.compare")

@@ -24,6 +24,7 @@ import torch
 
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture
+from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
 from ..attribution.memory import device_of
 from ..attribution.recorder import Recorder
 from ..attribution.shared_patch import SharedPatch
@@ -142,6 +143,8 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     if next_seq is None:  # pragma: no cover - torch without the sequence-number counter
         raise RuntimeError("graphwidget.profile needs torch._C._autograd._get_sequence_nr (torch >= 2.0).")
     dev = torch.device(device) if device is not None else device_of(fn, args, kwargs)
+    if dev.type == "cuda":
+        refuse_during_cuda_graph_capture("graphwidget.profile")
     clock = CudaClock(dev) if dev.type == "cuda" else CpuClock()
     # Our bookkeeping runs with the collector paused: its full passes over thousands of freshly wrapped nodes and
     # records cost more than the hooks. The user's forward runs with it as they left it. The pause is shared by

@@ -154,23 +154,21 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     try:
         try:
             try:
-                GC_PAUSE.acquire(token)
-                graph = _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock, module,
-                                 title, token, memory, grads)
+                try:
+                    GC_PAUSE.acquire(token)
+                    graph = _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock,
+                                     module, title, token, memory, grads)
+                finally:
+                    GC_PAUSE.release(token)
             except BaseException:
                 grads.finish(False)
                 raise
-            finally:
-                GC_PAUSE.release(token)
-        except BaseException:
-            grads.finish(False)
-            raise
-    finally:
-        GC_PAUSE.release(token)  # again (idempotent): the collector must not stay off after an interrupt anywhere
-    try:
-        grads.finish(True)
-    finally:
-        grads.finish(True)  # again: an exception before the held block began leaves this one to commit
+        finally:
+            GC_PAUSE.release(token)  # again (idempotent): the collector must not stay off after an interrupt anywhere
+        grads.finish(True)  # the commit
+    except BaseException:
+        grads.finish(False)  # again; once the commit has begun, this completes it instead
+        raise
     return graph
 
 

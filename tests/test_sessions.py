@@ -427,15 +427,20 @@ def sigint_during(call: Callable[[], Any], delay: float) -> Optional[KeyboardInt
     """``call()`` with a real SIGINT sent ``delay`` seconds after it starts (from a timer thread); the interrupt,
     wherever it landed (inside the call or just after it), or None when the call ended and none came."""
     timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+    switch = sys.getswitchinterval()
     try:
         try:
+            sys.setswitchinterval(1e-5)  # the timer thread gets the GIL when its time comes, not 5 ms later
             timer.start()
             call()
         finally:
             timer.join()  # sent by now; Python raises it at the next bytecode, at the latest in the sleep
+            sys.setswitchinterval(switch)
         time.sleep(0.002)
     except KeyboardInterrupt as exc:
         return exc
+    finally:
+        sys.setswitchinterval(switch)
     return None
 
 
@@ -469,20 +474,27 @@ COMMIT_LINE = min(i for i, line in enumerate(open(runner.__file__).read().split(
 
 def hammer(call: Callable[[], Any], caller: Caller, trials: int, changes_grads: bool, seed: int = 0
            ) -> Dict[str, int]:
-    """``trials`` calls, each with a real SIGINT at a random moment of it, checking after every one that nothing
+    """Calls, each with a real SIGINT at a random moment of it, until ``trials`` of them landed inside the call
+    (at most ``4 * trials`` calls), checking after every one that nothing
     is left behind: no hook, mode or patch of ours, no profiler running, the collector and grad mode on, the caller's
     parameters and ``.grad`` exactly as before (or, for a call that finished, as one plain backward leaves them).
     Every 25th trial, an uninterrupted call must work. Returns counts: interrupts tried and where they landed."""
     import random
     rng = random.Random(seed)
-    t0 = time.perf_counter()
+    call()  # one-time set-up out of the way
+    took = []
     for _ in range(3):
-        call()
-    took = (time.perf_counter() - t0) / 3
-    counts = {"tried": 0, "in graphwidget": 0, "outside": 0, "after commit": 0, "left behind": 0}
-    for i in range(trials):
         caller.reset()
-        exc = sigint_during(call, rng.uniform(0, 1.1 * took))
+        t0 = time.perf_counter()
+        call()
+        took.append(time.perf_counter() - t0)
+    counts = {"call ms": int(1000 * min(took))}
+    counts.update({"tried": 0, "in graphwidget": 0, "outside": 0, "after commit": 0, "left behind": 0})
+    i = 0
+    while counts["in graphwidget"] < trials and i < 4 * trials:  # trials: interrupts that landed inside the call
+        i += 1
+        caller.reset()
+        exc = sigint_during(call, rng.uniform(0, 1.1 * min(took)))
         counts["tried"] += 1
         state = caller.state()
         where = landed(exc) if exc is not None else ("none", 0, "")
@@ -526,8 +538,7 @@ def test_a_real_ctrl_c_at_a_random_moment_leaves_nothing_behind(what: str) -> No
     caller = Caller(model, x)
     entry, changes = ENTRY[what]
     counts = hammer(lambda: entry(model, x), caller, 300, changes)
-    assert counts["tried"] == 300 and counts["left behind"] == 0
-    assert counts["in graphwidget"] >= 150, counts  # most interrupts land inside the call, not around it
+    assert counts["in graphwidget"] >= 300 and counts["left behind"] == 0, counts
 
 
 def test_profile_leaves_checkpointed_blocks_gradients_as_one_plain_backward() -> None:

@@ -219,8 +219,9 @@ class MemoryProbe:
             self.baseline = torch.cuda.memory_allocated(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
         prof = torch_profile(activities=acts, profile_memory=True)
+        self._prof = prof  # before it starts: an interrupt once it runs leaves close() to stop it
         try:
-            self._prof = start_profiler(prof)
+            start_profiler(prof)
         except RuntimeError as exc:
             raise RuntimeError(
                 f"memory=True records its timeline with torch.profiler, which could not start ({exc}). Another "
@@ -426,9 +427,10 @@ def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
     if torch._C._autograd._profiler_enabled():
         raise RuntimeError("the CPU memory peak is measured with torch.profiler, and a profiler is already running "
                            "here: measure outside your torch.profiler block.")
-    prof = start_profiler(torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True))
+    prof = torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     try:
         try:
+            start_profiler(prof)
             step()
         finally:
             stop_profiler(prof)
@@ -445,13 +447,13 @@ def start_profiler(prof: Any) -> Any:
     Returns ``prof``."""
     if torch._C._autograd._profiler_enabled():  # never touch a profiler of the user's
         raise RuntimeError("a profiler is already running in this thread")
-    with deferred_interrupts():
-        try:
+    try:
+        with deferred_interrupts():
             with without_chatter():
                 prof.__enter__()
-        except BaseException:
-            stop_profiler(prof)
-            raise
+    except BaseException:  # torch's refusal, or a Ctrl-C held back while it started: none is left running
+        stop_profiler(prof)
+        raise
     return prof
 
 

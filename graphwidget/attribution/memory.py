@@ -244,7 +244,9 @@ class MemoryProbe:
             self.allocator_peak = torch.cuda.max_memory_allocated(self.device) - (self.baseline or 0)
         stop_profiler(prof)
         self._prof = None  # after the stop: an interrupt before it leaves the next call to stop it
-        self._events = prof.profiler.kineto_results.events() if exc[0] is None else []
+        # none when an interrupt came before it started (the run is then abandoned anyway)
+        results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+        self._events = results.events() if exc[0] is None and results is not None else []
 
     # -- turning events into points -------------------------------------------------------------------------------
     def record(self, graph: GradGraph, backward: bool, module_inputs: Optional[Dict[str, set]] = None,

@@ -13,7 +13,7 @@ import re
 import sys
 import tempfile
 from contextlib import contextmanager
-from typing import Dict, Iterator, Pattern
+from typing import Any, Dict, Iterator, Pattern
 
 #: Kineto's own log lines: ``USDT:2026-12-01 23:01:52 11281:11281 SyncActivityProfilerHandler.cpp:52] profiler_start``
 #: (older versions: ``STAGE:... ActivityProfilerController.cpp:312] Completed Stage: Warm Up``).
@@ -59,7 +59,7 @@ def without_chatter(drop: Pattern[str] = PROFILER_CHATTER) -> Iterator[None]:
             _echo(f, sys.stdout if fd == 1 else sys.stderr, drop)
 
 
-def _echo(f: "tempfile._TemporaryFileWrapper[bytes]", stream: object, drop: Pattern[str]) -> None:
+def _echo(f: Any, stream: object, drop: Pattern[str]) -> None:
     """Write the lines held in ``f`` (but the dropped ones) to ``stream``, and close ``f``."""
     try:
         f.seek(0)

@@ -32,7 +32,7 @@ def reentrant(graph: Any, roots: Sequence[torch.Tensor] = ()) -> bool:
         seen.add(id(fn))
         if type(fn).__name__ == REENTRANT:
             return True
-        stack.extend(f for f, _ in fn.next_functions)
+        stack.extend(f for f, _ in fn.next_functions)  # type: ignore[misc]
     return False
 
 

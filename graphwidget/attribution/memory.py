@@ -438,7 +438,8 @@ def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
             stop_profiler(prof)
     finally:
         stop_profiler(prof)  # again (idempotent): an interrupt at any line of the first leaves this one
-    return {"bytes": int(events_peak(prof.profiler.kineto_results.events()  # type: ignore[union-attr], "CPU")),
+    events = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    return {"bytes": int(events_peak(events, "CPU")),
             "source": "CPU allocator (torch.profiler memory events), bytes allocated since the step began"}
 
 

@@ -97,3 +97,47 @@ def test_an_interrupt_at_any_line_of_the_float64_run_leaves_nothing_behind() -> 
         assert torch.get_default_dtype() == torch.float32, (k, where)
         assert all(t.dtype == torch.float32 for t in tensors), (k, where)
         assert clean_state() == [], (k, where, clean_state())
+
+
+def test_compare_runs_reentrant_checkpointing_and_leaves_the_callers_grad() -> None:
+    # compare used torch.autograd.grad, which reentrant checkpointing refuses: such models raised a CompareError.
+    # Now their gradients come from .backward() (every reachable .grad saved and put back), the blocks' parameters
+    # included, and judged against the float64 run as any other.
+    from test_sessions import Blocks, Caller
+
+    class Plain(torch.nn.Module):
+        def __init__(self, m: Blocks) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            m = self.m
+            return m.c(torch.sigmoid(m.b(torch.tanh(m.a(x))))).square().sum()
+
+    class Changed(Plain):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from torch.utils.checkpoint import checkpoint
+            m = self.m
+            h = checkpoint(lambda t: torch.tanh(m.a(t) * 1.01), x, use_reentrant=True)  # inside the block
+            return m.c(torch.sigmoid(m.b(h))).square().sum()
+
+    torch.manual_seed(0)
+    model, x = Blocks(), torch.randn(3, 4, requires_grad=True)
+    caller = Caller(model, x)
+    d = gw.compare(Plain(model), model, x)
+    assert d.equivalent is True
+    names = [t["name"] for t in d.equivalence["tensors"]]
+    assert "grad m.a.weight" in names and "grad m.b.bias" in names, names  # the checkpointed blocks' parameters
+    assert caller.state() == "before" and clean_state() == []
+    assert gw.compare(Plain(model), Changed(model), x).equivalent is False  # a change inside a block is caught
+    assert caller.state() == "before"
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_at_a_random_moment_of_compare_leaves_nothing_behind() -> None:
+    from test_sessions import Blocks, Caller, hammer
+    torch.manual_seed(0)
+    model, x = Blocks(), torch.randn(3, 4, requires_grad=True)
+    caller = Caller(model, x)
+    counts = hammer(lambda: gw.compare(model, model, x, advise=False), caller, 300, changes_grads=False)
+    assert counts["in graphwidget"] >= 300 and counts["left behind"] == 0, counts

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 import threading
-from typing import Any, Callable, List, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 import torch
@@ -367,6 +369,274 @@ def test_an_interrupt_at_any_line_leaves_nothing_behind(what: str, monkeypatch: 
             for y in outputs:  # no hook of ours is left on the graphs fn built
                 assert leftover_hooks(y) == 0, f"k={k}: a hook of ours was left on a node"
     assert interrupted >= len(ks) - 5, (interrupted, len(ks))  # every k raised (bar the very last lines)
+
+
+# -- real Ctrl-C at random moments ----------------------------------------------------------------------------------
+# A SIGINT from a timer thread at a random delay within the call's duration, as a user's Ctrl-C lands: Python raises
+# it at whatever bytecode the main thread runs then, in graphwidget, in torch's Python code or between the two.
+class Blocks(torch.nn.Module):
+    """A reentrant checkpoint block (its parameters are leaves of no graph profile walks), a non-reentrant one and
+    a plain layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.utils.checkpoint import checkpoint
+        h = checkpoint(lambda t: torch.tanh(self.a(t)), x, use_reentrant=True)
+        h = checkpoint(lambda t: torch.sigmoid(self.b(t)), h, use_reentrant=False)
+        return self.c(h).square().sum()
+
+
+class Caller:
+    """The caller's tensors: ``x`` (``.grad`` None) and the parameters of ``model`` (each with a ``.grad`` of its
+    own), with the state a plain ``model(x).backward()`` leaves (``after``) to check against."""
+
+    def __init__(self, model: torch.nn.Module, x: torch.Tensor) -> None:
+        self.model, self.x = model, x
+        self.params = list(model.parameters())
+        self.values = [p.detach().clone() for p in self.params]
+        self.orig = [torch.randn_like(p) for p in self.params]
+        model(x).backward()  # the plain run: the truth "after" is checked against
+        self.plain_x = x.grad.clone()
+        self.after = [o + p.grad for o, p in zip(self.orig, self.params)]
+        self.reset()
+
+    def reset(self) -> None:
+        self.x.grad = None
+        self.grads = [o.clone() for o in self.orig]
+        for p, g in zip(self.params, self.grads):
+            p.grad = g
+
+    def state(self) -> str:
+        """"before", "after" (bit for bit, the same .grad objects) or what is wrong."""
+        if not all(torch.equal(p.detach(), v) for p, v in zip(self.params, self.values)):
+            return "a parameter changed"
+        if not all(p.grad is g for p, g in zip(self.params, self.grads)):
+            return "a .grad object was replaced"
+        if self.x.grad is None and all(torch.equal(g, o) for g, o in zip(self.grads, self.orig)):
+            return "before"
+        if (self.x.grad is not None and torch.equal(self.x.grad, self.plain_x)
+                and all(torch.equal(g, a) for g, a in zip(self.grads, self.after))):
+            return "after"
+        return "mixed .grad (neither as before nor as after one plain backward)"
+
+
+def sigint_during(call: Callable[[], Any], delay: float) -> Optional[KeyboardInterrupt]:
+    """``call()`` with a real SIGINT sent ``delay`` seconds after it starts (from a timer thread); the interrupt,
+    wherever it landed (inside the call or just after it), or None when the call ended and none came."""
+    timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+    switch = sys.getswitchinterval()
+    try:
+        try:
+            sys.setswitchinterval(1e-5)  # the timer thread gets the GIL when its time comes, not 5 ms later
+            timer.start()
+            call()
+        finally:
+            timer.join()  # sent by now; Python raises it at the next bytecode, at the latest in the sleep
+            sys.setswitchinterval(switch)
+        time.sleep(0.002)
+    except KeyboardInterrupt as exc:
+        return exc
+    finally:
+        sys.setswitchinterval(switch)
+    return None
+
+
+def landed(exc: KeyboardInterrupt) -> Tuple[str, int, str]:
+    """Where an interrupt was raised: the innermost frame of graphwidget's (file, line, function), or of this
+    test when it landed outside the call."""
+    tb, found = exc.__traceback__, ("outside", 0, "")
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename.startswith(OWN):
+            found = (code.co_filename[len(OWN):], tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+def committing(exc: KeyboardInterrupt) -> bool:
+    """Whether the interrupt came once profile's commit had begun (the one place a whole "after" may be left with
+    the interrupt raised: the call's work is done)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code is runner.profile.__code__ and tb.tb_lineno >= COMMIT_LINE:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+COMMIT_LINE = min((i for i, line in enumerate(open(runner.__file__).read().split("\n"), 1)
+                   if "grads.finish(True)" in line), default=10**9)  # no commit step: nothing may be left "after"
+
+
+def hammer(call: Callable[[], Any], caller: Caller, trials: int, changes_grads: bool, seed: int = 0
+           ) -> Dict[str, int]:
+    """Calls, each with a real SIGINT at a random moment of it, until ``trials`` of them landed inside the call
+    (at most ``4 * trials`` calls), checking after every one that nothing
+    is left behind: no hook, mode or patch of ours, no profiler running, the collector and grad mode on, the caller's
+    parameters and ``.grad`` exactly as before (or, for a call that finished, as one plain backward leaves them).
+    Every 25th trial, an uninterrupted call must work. Returns counts: interrupts tried and where they landed."""
+    import random
+    rng = random.Random(seed)
+    call()  # one-time set-up out of the way
+    took = []
+    for _ in range(3):
+        caller.reset()
+        t0 = time.perf_counter()
+        call()
+        took.append(time.perf_counter() - t0)
+    counts = {"call ms": int(1000 * min(took))}
+    counts.update({"tried": 0, "in graphwidget": 0, "outside": 0, "after commit": 0, "left behind": 0})
+    i = 0
+    while counts["in graphwidget"] < trials and i < 4 * trials:  # trials: interrupts that landed inside the call
+        i += 1
+        caller.reset()
+        exc = sigint_during(call, rng.uniform(0, 1.1 * min(took)))
+        counts["tried"] += 1
+        state = caller.state()
+        where = landed(exc) if exc is not None else ("none", 0, "")
+        expect = {"before"} if exc is not None else {"after" if changes_grads else "before"}
+        if exc is not None and where[0] == "outside":
+            counts["outside"] += 1
+            expect = {"before", "after" if changes_grads else "before"}  # before the call began, or after it ended
+        elif exc is not None:
+            counts["in graphwidget"] += 1
+            if changes_grads and committing(exc):
+                counts["after commit"] += 1
+                expect = {"before", "after"}
+        bad = clean_state()
+        while torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
+            # torch.utils.checkpoint's own saved-tensor hooks, left by an interrupt inside torch's checkpoint code
+            # (the user's forward; graphwidget pushes none): counted, and cleared for the next trial
+            counts["torch's checkpoint hooks left"] = counts.get("torch's checkpoint hooks left", 0) + 1
+            torch._C._autograd._pop_saved_tensors_default_hooks()
+        if torch._C._autograd._profiler_enabled():
+            bad.append("a profiler is still running")
+        if state not in expect:
+            bad.append(f".grad/parameters: {state}, expected {sorted(expect)}")
+        if bad:
+            counts["left behind"] += 1
+        assert not bad, (i, where, bad)
+        if i % 25 == 24:
+            caller.reset()
+            call()
+            assert caller.state() == ("after" if changes_grads else "before"), i
+    print(f"\n{counts}")
+    return counts
+
+
+ENTRY = {
+    "trace": (lambda m, x: gw.trace(m, x), False),
+    "profile": (lambda m, x: gw.profile(m, x, repeat=2, warmup=1), True),
+    "profile memory=True": (lambda m, x: gw.profile(m, x, repeat=1, warmup=0, memory=True), True),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", list(ENTRY))
+def test_a_real_ctrl_c_at_a_random_moment_leaves_nothing_behind(what: str) -> None:
+    torch.manual_seed(0)
+    model, x = Blocks(), torch.randn(3, 4, requires_grad=True)
+    caller = Caller(model, x)
+    entry, changes = ENTRY[what]
+    counts = hammer(lambda: entry(model, x), caller, 300, changes)
+    assert counts["in graphwidget"] >= 300 and counts["left behind"] == 0, counts
+
+
+def test_profile_leaves_checkpointed_blocks_gradients_as_one_plain_backward() -> None:
+    # Reentrant checkpointing: the block's parameters are leaves only of the graph recomputed inside the backward.
+    # profile(repeat=2, warmup=1) left their .grad at 3x the plain gradient (every run added to it).
+    torch.manual_seed(0)
+    model, x = Blocks(), torch.randn(3, 4, requires_grad=True)
+    caller = Caller(model, x)
+    for kw in ({"repeat": 2, "warmup": 1}, {"repeat": 1, "warmup": 0, "memory": True}, {"repeat": 3, "warmup": 0}):
+        caller.reset()
+        gw.profile(model, x, **kw)
+        assert caller.state() == "after", kw
+        model.zero_grad(set_to_none=True)  # and from no .grad at all: exactly the plain gradient
+        x.grad = None
+        gw.profile(lambda t: model(t), x, **kw)  # the model reached through a closure only
+        assert torch.equal(x.grad, caller.plain_x), kw
+        ref = Blocks()
+        ref.load_state_dict(model.state_dict())
+        ref(x.detach().clone().requires_grad_()).backward()
+        assert all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), ref.parameters())), kw
+    assert clean_state() == []
+
+
+@pytest.mark.slow  # ~200 profile calls under a line tracer
+def test_an_interrupt_at_any_line_of_profiles_end_puts_the_callers_grad_back() -> None:
+    # Grads.finish restored leaves one by one in a loop an interrupt could cut, and an interrupt in annotate (or
+    # in the memory analysis) after it was raised with one run's gradient added. Now the commit is the last step.
+    torch.manual_seed(0)
+    model, x = Blocks(), torch.randn(3, 4, requires_grad=True)
+    caller = Caller(model, x)
+
+    def call() -> Any:
+        return gw.profile(model, x, repeat=2, warmup=0)
+
+    call()
+    n, start = [0], [0]
+
+    def find_annotate(frame: Any, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(OWN):
+            return None
+        if event == "line":
+            n[0] += 1
+            if frame.f_code is runner.annotate.__code__ and not start[0]:
+                start[0] = n[0]
+        return find_annotate
+
+    caller.reset()
+    sys.settrace(find_annotate)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    total = n[0]
+    assert 0 < start[0] < total
+    # from annotate on (statistics, putting .grad back): every 20th line, and every one of the last 40
+    for k in sorted(set(range(start[0], total - 40, 20)) | set(range(total - 40, total + 1))):
+        caller.reset()
+        sys.settrace(Interrupter(k))
+        try:
+            call()
+            where = None
+        except KeyboardInterrupt as exc:
+            where = exc
+        finally:
+            sys.settrace(None)
+        state = caller.state()
+        assert clean_state() == [] and not torch._C._autograd._profiler_enabled(), (k, where)
+        if where is None:
+            assert state == "after", k
+        elif committing(where):
+            assert state in ("before", "after"), (k, str(where), state)
+        else:
+            assert state == "before", (k, str(where), state)
+
+
+def test_memory_true_prints_nothing_of_the_profilers_own(capfd: Any) -> None:
+    # torch's profiler writes "USDT: ... profiler_start" / "profiler_stop" to file descriptor 2 at every start
+    # and stop; a notebook cell showed them. What the user's function prints still comes through.
+    model = torch.nn.Linear(4, 1)
+    x = torch.randn(3, 4, requires_grad=True)
+
+    def step(t: torch.Tensor) -> torch.Tensor:
+        print("from the step")
+        os.write(2, b"the step's own C-level line\n")
+        return model(t).sum()
+
+    capfd.readouterr()
+    gw.profile(step, x, repeat=1, warmup=0, memory=True)
+    gw.trace(step, x, memory=True)
+    out, err = capfd.readouterr()
+    assert "profiler_start" not in out + err and "profiler_stop" not in out + err and "USDT" not in err, err
+    assert out.count("from the step") == 2 + 1  # profile's memory run + its measured run, trace's run
+    assert err.count("the step's own C-level line") == 3, err
 
 
 # -- widgets in long sessions ---------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 
+from .._util.fds import without_chatter
+from .._util.interrupts import deferred_interrupts
 from ..capturing._deep_free import make_deep_free_safe
 from ..capturing.walk import walk
 from ..model.graph import GradGraph
@@ -76,13 +78,24 @@ def device_of(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> torch.
 
 def existing_storages(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], depth: int = 3
                       ) -> Set[Tuple[str, int]]:
-    """The storages the step can reach before it runs: tensors among the arguments, modules' parameters and buffers,
-    and what ``fn`` uses (a function's closure cells, defaults and the globals its code names, a bound method's
-    object, a partial's arguments), ``depth`` levels down. A saved activation among them was not allocated by the
-    step, so the allocator's figure (bytes since the step began) does not hold it."""
+    """The storages the step can reach before it runs (:func:`reachable_tensors`). A saved activation among them
+    was not allocated by the step, so the allocator's figure (bytes since the step began) does not hold it."""
+    out: Set[Tuple[str, int]] = set()
+    for t in reachable_tensors(fn, args, kwargs, depth):
+        k = _storage_key(t)
+        if k is not None:
+            out.add(k)
+    return out
+
+
+def reachable_tensors(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], depth: int = 3
+                      ) -> List[torch.Tensor]:
+    """The tensors a step can reach before it runs, each once: tensors among the arguments, modules' parameters and
+    buffers, and what ``fn`` uses (a function's closure cells, defaults and the globals its code names, a bound
+    method's object, a partial's arguments), ``depth`` levels down."""
     import functools
     import itertools
-    out: Set[Tuple[str, int]] = set()
+    out: List[torch.Tensor] = []
     seen: Set[int] = set()
     stack: List[Tuple[Any, int]] = [(fn, 0)] + [(a, 0) for a in args] + [(v, 0) for v in kwargs.values()]
 
@@ -96,9 +109,7 @@ def existing_storages(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], d
             continue
         seen.add(id(o))
         if isinstance(o, torch.Tensor):
-            k = _storage_key(o)
-            if k is not None:
-                out.add(k)
+            out.append(o)
         elif isinstance(o, torch.nn.Module):
             push(o.parameters(), d + 1)
             push(o.buffers(), d + 1)
@@ -211,14 +222,14 @@ class MemoryProbe:
             self.baseline = torch.cuda.memory_allocated(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
         prof = torch_profile(activities=acts, profile_memory=True)
+        self._prof = prof  # before it starts: an interrupt once it runs leaves close() to stop it
         try:
-            prof.__enter__()
+            start_profiler(prof)
         except RuntimeError as exc:
             raise RuntimeError(
                 f"memory=True records its timeline with torch.profiler, which could not start ({exc}). Another "
                 f"profiler is probably active in this thread: run gw.profile/gw.trace(..., memory=True) outside it, "
                 f"or without memory=True inside it.") from exc
-        self._prof = prof
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -228,13 +239,17 @@ class MemoryProbe:
         """Stop the profiler (idempotent: called again from a ``finally``)."""
         if not exc:
             exc = (None, None, None)
-        if self.cuda and self._prof is not None:
+        prof = self._prof
+        if prof is None:
+            return
+        if self.cuda:
             torch.cuda.synchronize(self.device)
             self.allocator_peak = torch.cuda.max_memory_allocated(self.device) - (self.baseline or 0)
-        prof, self._prof = self._prof, None
-        if prof is not None:
-            prof.__exit__(*exc)
-            self._events = prof.profiler.kineto_results.events() if exc[0] is None else []
+        stop_profiler(prof)
+        self._prof = None  # after the stop: an interrupt before it leaves the next call to stop it
+        # none when an interrupt came before it started (the run is then abandoned anyway)
+        results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+        self._events = results.events() if exc[0] is None and results is not None else []
 
     # -- turning events into points -------------------------------------------------------------------------------
     def record(self, graph: GradGraph, backward: bool, module_inputs: Optional[Dict[str, set]] = None,
@@ -418,10 +433,44 @@ def step_peak(step: Any, device: torch.device) -> Dict[str, Any]:
     if torch._C._autograd._profiler_enabled():
         raise RuntimeError("the CPU memory peak is measured with torch.profiler, and a profiler is already running "
                            "here: measure outside your torch.profiler block.")
-    with torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    return {"bytes": int(events_peak(prof.profiler.kineto_results.events(), "CPU")),
+    prof = torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    try:
+        try:
+            start_profiler(prof)
+            step()
+        finally:
+            stop_profiler(prof)
+    finally:
+        stop_profiler(prof)  # again (idempotent): an interrupt at any line of the first leaves this one
+    events = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    return {"bytes": int(events_peak(events, "CPU")),
             "source": "CPU allocator (torch.profiler memory events), bytes allocated since the step began"}
+
+
+def start_profiler(prof: Any) -> Any:
+    """Start ``prof`` (a ``torch.profiler.profile``) with Ctrl-C held back, so that an interrupt cannot leave it
+    half started, or started where no one will stop it, and with its own log lines kept out of the user's output
+    (:mod:`graphwidget._util.fds`). Raises torch's ``RuntimeError`` when it cannot start; then none is left running.
+    Returns ``prof``."""
+    if torch._C._autograd._profiler_enabled():  # never touch a profiler of the user's
+        raise RuntimeError("a profiler is already running in this thread")
+    try:
+        with deferred_interrupts():
+            with without_chatter():
+                prof.__enter__()
+    except BaseException:  # torch's refusal, or a Ctrl-C held back while it started: none is left running
+        stop_profiler(prof)
+        raise
+    return prof
+
+
+def stop_profiler(prof: Any) -> None:
+    """Stop ``prof`` if a profiler is running (idempotent; after :func:`start_profiler` refused to start over
+    another one, the running one is never ours, and the callers never reach this), with Ctrl-C held back."""
+    with deferred_interrupts():
+        if torch._C._autograd._profiler_enabled() and getattr(prof, "profiler", None) is not None:
+            with without_chatter():
+                prof.__exit__(None, None, None)
 
 
 def events_peak(events: Sequence[Any], device_type: str = "CPU") -> int:

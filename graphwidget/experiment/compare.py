@@ -41,6 +41,7 @@ from .equivalence import (
     lowest_precision,
     summarise,
 )
+from .gradients import gradients
 from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_names
 from .state import State, mutations
 
@@ -171,7 +172,7 @@ class Side:
     def run(self, like: Optional[Namer] = None) -> None:
         """Forward under the recorder (source lines, module paths), capture with named leaves (a tensor ``like``
         names too — the reference side's — with that name), and the gradient of every leaf with
-        ``torch.autograd.grad`` (no ``.grad`` is written)."""
+        ``torch.autograd.grad`` (no ``.grad`` is written; :mod:`.gradients` for reentrant checkpointing)."""
         rec = Recorder()
         try:
             with rec:
@@ -192,16 +193,15 @@ class Side:
             self.namer.align(like)
         self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
                                         roots=roots, who="graphwidget.compare")
-        self.leaves = leaf_tensors(roots)
-        names = name_leaves(self.namer, self.leaves)
-        unused = [(n, t) for n, t in self.inputs.names if t.requires_grad and all(t is not x for x in self.leaves)]
         try:
-            got = torch.autograd.grad(roots, self.leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
-                if self.leaves else ()
+            # torch.autograd.grad, or .backward() for reentrant checkpointing (its blocks' parameters added)
+            self.leaves, got = gradients(roots, leaf_tensors(roots), [t for _, t in self.namer.items], self.graph)
         except RuntimeError as exc:
             raise CompareError(f"graphwidget.compare: the backward of side {self.side} ({self.label!r}) failed: "
                                f"{exc}. compare runs the backward itself: return the loss without calling "
                                f".backward() on it.", self.side) from exc
+        names = name_leaves(self.namer, self.leaves)
+        unused = [(n, t) for n, t in self.inputs.names if t.requires_grad and all(t is not x for x in self.leaves)]
         local = self.namer.local
         self.grads = [(n, self.inputs.key(t), None if g is None else g.detach(), local.get(id(t), n))
                       for n, t, g in zip(names, self.leaves, got)]

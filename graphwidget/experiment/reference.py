@@ -104,6 +104,7 @@ def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors:
               counter: DtypeCounter, wide: Float64) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
     """:func:`run_float64`'s run: the forward under ``counter``, widened by ``wide``, then the gradients."""
     from ..capturing.roots import loss_or_tensors
+    from .gradients import gradients
     from .naming import leaf_tensors
     try:
         wide.widen(tensors)
@@ -115,9 +116,7 @@ def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors:
         roots = loss_or_tensors(out)
         if not roots:
             raise ValueError("the float64 run returned no tensor that requires grad")
-        leaves = leaf_tensors(roots)
-        grads = torch.autograd.grad(roots, leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
-            if leaves else ()
+        leaves, grads = gradients(roots, leaf_tensors(roots), tensors)  # .backward() for reentrant checkpoints
     finally:
         wide.restore()
     return out, leaves, grads

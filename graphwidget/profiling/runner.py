@@ -25,7 +25,7 @@ import torch
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture
 from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
-from ..attribution.memory import device_of
+from ..attribution.memory import device_of, reachable_tensors
 from ..attribution.recorder import Recorder
 from ..attribution.shared_patch import SharedPatch
 from ..capturing.roots import root_nodes
@@ -150,54 +150,68 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     # records cost more than the hooks. The user's forward runs with it as they left it. The pause is shared by
     # every profile running in any thread (reference-counted): one thread must not switch it back on under another.
     token = object()
+    grads = Grads()
+    # The user's .grad: every exit by an exception puts back what they had (twice, each idempotent: an exception
+    # inside the first leaves the second to finish); only a call that got to its end commits one run's gradient,
+    # as its very last step, so an interrupt anywhere before (annotating, the memory analysis) loses nothing.
     try:
         try:
-            GC_PAUSE.acquire(token)
-            return _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock, module, title,
-                            token, memory)
+            try:
+                try:
+                    GC_PAUSE.acquire(token)
+                    graph = _measure(fn, args, kwargs, repeat, warmup, backward, stat, cross_check, dev, clock,
+                                     module, title, token, memory, grads)
+                finally:
+                    GC_PAUSE.release(token)
+            except BaseException:
+                grads.finish(False)
+                raise
         finally:
-            GC_PAUSE.release(token)
-    finally:
-        GC_PAUSE.release(token)  # again (idempotent): the collector must not stay off after an interrupt anywhere
+            GC_PAUSE.release(token)  # again (idempotent): the collector must not stay off after an interrupt anywhere
+        grads.finish(True)  # the commit
+    except BaseException:
+        grads.finish(False)  # again; once the commit has begun, this completes it instead
+        raise
+    return graph
 
 
 def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], repeat: int, warmup: int,
              backward: bool, stat: str, cross_check: bool, dev: torch.device, clock: CpuClock,
              module: Optional[torch.nn.Module], title: Optional[str], token: object,
-             memory: bool = False) -> GradGraph:
-    """The runs and statistics of :func:`profile`, with the collector off (``profile`` restores it)."""
-    grads = Grads()
+             memory: bool = False, grads: Optional[Grads] = None) -> GradGraph:
+    """The runs and statistics of :func:`profile`, with the collector off (``profile`` restores it). ``grads``
+    keeps the user's ``.grad`` (``profile`` puts them back or commits them)."""
+    if grads is None:
+        grads = Grads()
+    if backward:
+        # What fn can reach (modules among the arguments, closures, globals): a parameter used only inside a
+        # reentrant checkpoint is no leaf of the graph walked here, but its .grad is written all the same.
+        grads.watch(reachable_tensors(fn, args, kwargs))
     runs: List[Run] = []  # measured runs, their nodes dropped
     prof: Optional[Tuple[Any, ...]] = None
-    ok = False
     # The memory run (the first) is never measured: the profiler it runs under slows every op.
     extra = 1 if memory and warmup == 0 else 0
     warmup_runs = warmup + extra
-    try:
-        for k in range(warmup_runs + repeat):
-            run, g0, out = _one_run(fn, args, kwargs, clock, grads if backward else None, k == 0, module, title,
-                                    token, memory=memory and k == 0, device=dev)
-            if k == 0:
-                graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
-            elif not same_structure(ref, run):
-                raise structure_error(k, ref, run)
-            if k >= warmup_runs:
-                # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
-                cmap = fwd_map if run.layout() == layout0 else call_map(run.seqs(), run.calls)
-                call_ms = [clock.ms(c[2], c[3]) for c in run.calls]
-                run.fwd = [call_ms[c] if c >= 0 else (0.0 if c == -2 else None) for c in cmap]
-                runs.append(run)
-            run.drop_nodes()  # free the graph (the last one lives on in `out`)
-            run.calls = []
-            if k < warmup_runs + repeat - 1:
-                out = None
-        if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
-            from .cross_check import profiler_runs
-            prof = profiler_runs(fn, args, kwargs, dev, grads if backward else None, ref)
-        ok = True
-    finally:
-        if backward:
-            grads.finish(ok)
+    for k in range(warmup_runs + repeat):
+        run, g0, out = _one_run(fn, args, kwargs, clock, grads if backward else None, k == 0, module, title,
+                                token, memory=memory and k == 0, device=dev)
+        if k == 0:
+            graph, ref, fwd_map, layout0 = g0, run, call_map(run.seqs(), run.calls), run.layout()
+        elif not same_structure(ref, run):
+            raise structure_error(k, ref, run)
+        if k >= warmup_runs:
+            # Same sequence-number layout as run 0 (the usual case): reuse its node -> call map.
+            cmap = fwd_map if run.layout() == layout0 else call_map(run.seqs(), run.calls)
+            call_ms = [clock.ms(c[2], c[3]) for c in run.calls]
+            run.fwd = [call_ms[c] if c >= 0 else (0.0 if c == -2 else None) for c in cmap]
+            runs.append(run)
+        run.drop_nodes()  # free the graph (the last one lives on in `out`)
+        run.calls = []
+        if k < warmup_runs + repeat - 1:
+            out = None
+    if cross_check:  # after the repeats: the profiler must not disturb them; g.output stays the last repeat's
+        from .cross_check import profiler_runs
+        prof = profiler_runs(fn, args, kwargs, dev, grads if backward else None, ref)
     assert graph is not None  # run 0 always captures the graph
     annotate(graph, _kept_runs(runs, stat), stat=stat, backward=backward, repeat=repeat, warmup=warmup,
              device=dev, clock=clock)
@@ -275,6 +289,9 @@ def _one_run_inner(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[
                                    who="graphwidget.profile")
         if probe is not None:
             probe.note_inputs(graph, rec, root_nodes(roots))
+    if rec is not None and grads is not None:
+        # Every module the forward called (a checkpointed block's parameters are leaves of no graph walked here)
+        grads.watch([p for m in rec.top_modules for p in m.parameters()])
     run = Run()  # before the try: every hook is recorded in it as it is registered
     try:
         try:

@@ -56,7 +56,6 @@ js: $(STAMP)
 demo: $(STAMP)
 	@echo "== running the demo (python -m graphwidget demo --out out)"
 	$(VPY) -m graphwidget demo --out out
-	@$(VPY) -c "from graphwidget.capturing import native; native.available() or print('== the demo ran without the optional compiled core (faster capture of big graphs): make native builds it (a few minutes, once); make test does too')"
 
 # The whole suite: the front end's own tests, then every pytest test (browser, JupyterLab, slow ones included) in
 # parallel, with the compiled core required; the few marked `timing` (a measured speed-up must show) after, alone.

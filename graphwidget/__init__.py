@@ -13,7 +13,8 @@ whole public surface, and the one place that wires the stages together (docs/int
 from __future__ import annotations
 
 import importlib as _importlib
-from typing import Any
+import sys as _sys
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .model import GradGraph, SchemaError
@@ -24,11 +25,41 @@ __all__ = [
     "examples", "load_ipython_extension", "advise", "with_checkpoint",
 ]
 
-try:
-    import torch as _torch  # noqa: F401 - capture, trace and profile need it; saved graphs do not
-except ImportError:  # pragma: no cover - exercised by tests/test_house.py in a subprocess
-    _TORCH_ERROR: Any = "torch is not installed"
-else:
+_TORCH_NAMES = ("capture", "trace", "profile", "examples", "Ranks", "RankError")
+#: ``_TORCH_ERROR`` while ``python -m graphwidget`` has not loaded torch yet (see :func:`_running_the_cli`).
+_DEFERRED = "torch is loaded by the command line once its arguments are read"
+
+if TYPE_CHECKING:
+    from . import examples
+    from .capturing import capture
+    from .experiment.ranks import RankError, Ranks, profile, trace
+
+
+def _running_the_cli() -> bool:
+    """True while ``python -m graphwidget`` imports this package to find its ``__main__``: the command line loads
+    torch itself once its arguments are read (:func:`_load_torch_stages`), so ``--help`` and usage errors are
+    answered without waiting for torch. (Python 3.9 has no ``sys.orig_argv``: there torch loads here as always.)"""
+    argv = getattr(_sys, "orig_argv", None)
+    if not argv or _sys.argv[:1] != ["-m"]:
+        return False
+    for i, a in enumerate(argv[1:], 1):
+        if a == "-m":
+            return argv[i + 1:i + 2] == ["graphwidget"]
+        if a.startswith("-m") and not a.startswith("--"):
+            return a[2:] == "graphwidget"
+    return False
+
+
+def _load_torch_stages() -> None:
+    """Import the torch stages and wire them into the torch-free ones (once; a no-op without torch)."""
+    global _TORCH_ERROR
+    if _TORCH_ERROR not in (None, _DEFERRED) or "capture" in globals():
+        return
+    try:
+        import torch as _torch  # noqa: F401 - capture, trace and profile need it; saved graphs do not
+    except ImportError:  # pragma: no cover - exercised by tests/test_house.py in a subprocess
+        _TORCH_ERROR = "torch is not installed"
+        return
     _TORCH_ERROR = None
     from . import examples
     from .analysis.advisor.memory_layout import register_measurer as _register_measurer
@@ -40,10 +71,17 @@ else:
     from .experiment.ranks import RankError, Ranks, profile, trace
     from .model.writer import register_accelerator as _register_accelerator
 
+    globals().update(examples=examples, capture=capture, RankError=RankError, Ranks=Ranks, profile=profile,
+                     trace=trace)
     # The torch-free stages learn of the torch stages here, and only here: the model writes JSON faster with the
     # compiled core, and the advisor's memory-layout rule measures with torch.
     _register_accelerator(_core_engine.load)
     _register_measurer(_measure_call)
+
+
+_TORCH_ERROR: Any = _DEFERRED
+if not _running_the_cli():
+    _load_torch_stages()
 
 # Views pull in anywidget/ipywidgets/plotly and analyses need only the model: they load on first use.
 _LAZY = {
@@ -73,7 +111,11 @@ def __getattr__(name: str) -> Any:
         value = getattr(_importlib.import_module(f".{mod}", __name__), attr)
         globals()[name] = value
         return value
-    if name in ("capture", "trace", "profile", "examples", "Ranks", "RankError") and _TORCH_ERROR:
+    if name in _TORCH_NAMES and _TORCH_ERROR == _DEFERRED:
+        _load_torch_stages()
+        if name in globals():
+            return globals()[name]
+    if name in _TORCH_NAMES and _TORCH_ERROR:
         raise ImportError(f"graphwidget.{name} needs PyTorch ({_TORCH_ERROR}): pip install torch. Saved graphs "
                           f"load, diff and display without it.")
     raise AttributeError(f"module 'graphwidget' has no attribute {name!r}")

@@ -74,3 +74,28 @@ def test_demo_cli_runs(tmp_path):
     assert (tmp_path / "homography_broadcast.html").is_file() and (tmp_path / "demo.html").is_file()
     bad = subprocess.run([sys.executable, "-m", "graphwidget"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "demo" in bad.stdout and "compare" in bad.stdout
+
+
+@pytest.mark.slow  # the whole demo in a subprocess
+def test_demo_prints_each_step_as_it_starts(tmp_path):
+    """The first line arrives while the demo still runs (not everything at the end), the steps come one by one,
+    and the compiled-core hint is the demo's own last line (no second interpreter importing torch again)."""
+    import os
+    import time
+    env = {**os.environ, "GRAPHWIDGET_NATIVE": "0"}
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-m", "graphwidget", "demo", "--out", str(tmp_path), "--no-profile"],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    stamped = [(time.monotonic() - t0, line.rstrip("\n")) for line in p.stdout]
+    err = p.stderr.read() if p.stderr else ""
+    assert p.wait(timeout=600) == 0, err
+    end = time.monotonic() - t0
+    first_at, first = stamped[0]
+    assert first.startswith("graphwidget demo:")
+    steps = [(t, ln) for t, ln in stamped if ln.startswith("== ")]
+    assert len(steps) >= 3
+    # the first line comes before the run's long parts, the steps before the lines they announce
+    assert first_at < steps[-1][0] and first_at < end - 1.0, (first_at, end)
+    assert steps[0][0] < stamped[-2][0]
+    assert stamped[-1][1].startswith("== the demo ran without the optional compiled core")

@@ -161,3 +161,40 @@ def test_wheel_and_sdist_install_without_node_and_uninstall_cleanly(tmp_path):
                               text=True)
         assert gone.returncode != 0 and "No module named 'graphwidget'" in gone.stderr, gone.stderr
         shutil.rmtree(work / "demo")
+
+
+# -- runtime dependencies ----------------------------------------------------------------------------------------
+
+BLOCK_NUMPY = """\
+import sys
+class NoNumpy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ModuleNotFoundError("No module named " + repr(name), name=name)
+sys.meta_path.insert(0, NoNumpy())
+"""
+
+
+def _declared_dependencies() -> List[str]:
+    """The distribution names in pyproject.toml's [project].dependencies (what a fresh ``pip install`` gets)."""
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    import re
+
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    return [re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].lower() for d in deps]
+
+
+def test_numpy_is_a_runtime_dependency_because_torch_warns_without_it():
+    """Without numpy, ``import torch`` prints "Failed to initialize NumPy": a fresh install's first output would be
+    that warning, so numpy must be installed with graphwidget."""
+    r = subprocess.run([sys.executable, "-c", BLOCK_NUMPY + "import torch\n"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "numpy" in r.stderr.lower(), "torch no longer warns without numpy: " + r.stderr
+    assert "numpy" in _declared_dependencies()
+    r = subprocess.run([sys.executable, "-W", "error", "-c", "import torch, numpy"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "Failed to initialize NumPy" not in r.stderr, r.stderr

@@ -79,6 +79,31 @@ def test_trailing_semicolon_and_dash_dash(ip: InteractiveShell, ns: dict) -> Non
     assert g.node(g.meta["roots"][0])["op"] == "NegBackward0"
 
 
+def test_trailing_comments_as_pasted_from_the_readme(ip: InteractiveShell, ns: dict, tmp_path: Any) -> None:
+    """A ``#`` outside quotes starts a comment, on the magic's line as in any IPython line; it is not Python source,
+    a title or an option."""
+    res = ip.run_cell("%gradgraph loss   # show the graph of a tensor expression", store_history=False)
+    assert res.error_in_exec is None, res.error_in_exec
+    assert res.result.meta["title"] == "loss" and same_graph(res.result, gw.capture(ns["loss"]))
+    res = ip.run_cell("g = %gradgraph --title 'a # b' (x * 2).sum()  # doubled", store_history=False)
+    assert res.error_in_exec is None, res.error_in_exec
+    assert ns["g"].meta["title"] == "a # b"
+    assert [d["op"] for _, d in sorted(ns["g"].nx.nodes(data=True))] == ["SumBackward0", "MulBackward0",
+                                                                          "AccumulateGrad"]
+    assert line(ip, "--trace x['#'.count('#')].exp()  # a '#' inside a string stays").meta["title"] == \
+        "x['#'.count('#')].exp()"
+    html = tmp_path / "graph.html"
+    res = ip.run_cell(f"%%gradgraph --output loss2 --html {html}     # run the cell, show the graph of `loss2`\n"
+                      "loss2 = (x * 3).sum()\n", store_history=False)
+    assert res.error_in_exec is None, res.error_in_exec
+    assert res.result.meta["title"] == "loss2" and html.stat().st_size > 1000
+    res = ip.run_cell("%%gradgraph  # the last expression\n(x + 1).sum()\n", store_history=False)
+    assert res.error_in_exec is None, res.error_in_exec
+    assert res.result.node(res.result.meta["roots"][0])["op"] == "SumBackward0"
+    with pytest.raises(UsageError, match="needs a value"):
+        line(ip, "--title # no title given")
+
+
 def test_several_tensors_are_several_roots(ip: InteractiveShell, ns: dict) -> None:
     g = line(ip, "(loss, x * 3)")
     assert len(g.meta["roots"]) == 2
@@ -260,6 +285,10 @@ def test_usage_error_shows_as_a_message_in_a_cell(ip: InteractiveShell, ns: dict
     ("-x.sum()", [], "-x.sum()"),
     ("--title -- x", ["--title", "--"], "x"),  # a value is taken as is
     ("  model(x) --trace", [], "model(x) --trace"),
+    ("loss   # a comment", [], "loss"),
+    ("--trace # a comment", ["--trace"], ""),
+    ("--html a#b.html loss", ["--html", "a#b.html"], "loss"),
+    ("--title '#1' f('#')  # c", ["--title", "#1"], "f('#')"),
 ])
 def test_split_options(text: str, words: list, rest: str) -> None:
     assert split_options(text, GradGraphMagics.parser) == (words, rest)

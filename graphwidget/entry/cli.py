@@ -1,7 +1,12 @@
 """``python -m graphwidget``: ``demo`` (the main job), ``compare`` (two implementations: same maths? what changed?
 which backward is faster?), ``ranks`` (the graphs the ranks of a distributed job wrote: stragglers, divergent
 graphs, unused parameters), ``build-native`` (compile the capture core) and ``doctor`` (what to paste into a bug
-report)."""
+report).
+
+Every command exits with a status of :data:`.exits.STATUS` (``--help`` shows the table): an unexpected failure is one
+line on stderr and a status of its own, never 1 (which says the result changed) and never a traceback unless
+``--traceback``. Arguments are read, and usage errors answered, before torch is imported.
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,10 +14,25 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from .exits import EXIT, fail, table_text
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+
+def _add_traceback(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--traceback", action="store_true", help="on a failure, print the traceback too")
+
+
+def _load_torch() -> None:
+    """Load torch and wire its stages in (``python -m graphwidget`` defers it until the arguments are read)."""
+    from .. import _load_torch_stages
+    _load_torch_stages()
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line (torch-free)."""
     ap = argparse.ArgumentParser(prog="python -m graphwidget",
-                                 description="See, measure and compare PyTorch autograd graphs.")
+                                 description="See, measure and compare PyTorch autograd graphs.",
+                                 epilog="exit status (every command):\n" + table_text(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd")
     d = sub.add_parser("demo", help="run the demo on the built-in examples")
     d.add_argument("--out", type=Path, default=Path("out"), help="folder for the HTML viewers (default: out)")
@@ -37,23 +57,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    "uninstall)")
     dr = sub.add_parser("doctor", help="versions, engine, core and bundle locations: paste it into a bug report")
     dr.add_argument("--json", action="store_true", help="print the report as JSON")
+    for p in (d, rk, b, dr):
+        _add_traceback(p)
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one command; returns its exit status (:data:`.exits.STATUS`)."""
+    ap = parser()
     args = ap.parse_args(argv)
+    if args.cmd is None:
+        ap.print_help()
+        return EXIT["usage"]
+    show = bool(getattr(args, "traceback", False))
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print(f"graphwidget {args.cmd}: interrupted", file=sys.stderr)
+        return EXIT["interrupted"]
+    except OSError as exc:
+        return fail(args.cmd, "cannot write or read a file", exc, "write failed", show)
+    except Exception as exc:  # a bug of ours: a status of its own, never 1 ("the result changed")
+        return fail(args.cmd, "internal error, please report it", exc, "internal", show)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.cmd == "demo":
+        print("graphwidget demo: loading torch ...", flush=True)
+        _load_torch()
         from .demo import run_demo
-        run_demo(args.out, profile=not args.no_profile)
+        run_demo(args.out, profile=not args.no_profile, core_hint=True)
         return 0
     if args.cmd == "compare":
         from .compare_command import run as run_compare
         return run_compare(args)
+    _load_torch()
     if args.cmd == "ranks":
         return _ranks(args)
     if args.cmd == "build-native":
         return _build_native(args.verbose, args.system, args.clean)
-    if args.cmd == "doctor":
-        from .doctor import main as doctor_main
-        return doctor_main(as_json=args.json)
-    ap.print_help()
-    return 2
+    from .doctor import main as doctor_main
+    return doctor_main(as_json=args.json)
 
 
 def _ranks(args: argparse.Namespace) -> int:
@@ -66,13 +110,13 @@ def _ranks(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"graphwidget ranks: --show takes ranks separated by commas, e.g. 0,2,3; got {args.show!r}",
               file=sys.stderr)
-        return 2
+        return EXIT["usage"]
     try:
         rs = RankSet.from_dir(args.dir)
         d = rs.nway(show)
     except (OSError, ValueError, KeyError, SchemaError) as exc:
         print(f"graphwidget ranks: {exc}", file=sys.stderr)
-        return 2
+        return EXIT["usage"]
     print(rs.report())
     try:
         if args.json is not None:
@@ -82,14 +126,13 @@ def _ranks(args: argparse.Namespace) -> int:
         if args.out is not None:
             print(f"wrote {d.export_html(args.out)}")
     except OSError as exc:
-        print(f"graphwidget ranks: cannot write: {exc}", file=sys.stderr)
-        return 2
-    return 1 if args.fail_on_divergence and rs.divergent else 0
+        return fail("ranks", "cannot write", exc, "write failed", args.traceback)
+    return EXIT["not equivalent"] if args.fail_on_divergence and rs.divergent else EXIT["ok"]
 
 
 def _build_native(verbose: bool, system: bool, clean: bool) -> int:
     """``build-native``: every failure (a missing tool, an unwritable folder, compiler errors) is one plain message
-    and exit code 1, never a traceback."""
+    and the status "build failed", never a traceback."""
     from ..capturing import native
     try:
         if clean:
@@ -107,6 +150,6 @@ def _build_native(verbose: bool, system: bool, clean: bool) -> int:
     except (RuntimeError, OSError) as exc:  # BuildError, PermissionError, ... : say it, no traceback
         what = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
         print(f"graphwidget: {what}", file=sys.stderr)
-        return 1
+        return EXIT["build failed"]
     print(f"graphwidget: compiled capture core ready ({time.perf_counter() - t0:.0f} s): {path}")
     return 0

@@ -2,15 +2,12 @@
 after a refactor.
 
 Prints the verdicts' sentence and the diff's report; ``--out diff.html`` also writes the offline side-by-side view.
-Exit status (:data:`EXIT`):
-
-- 0: the same maths (and, with ``--fail-if-slower R``, B's whole step is not slower than R × A's beyond noise);
-- 1: not equivalent: the outputs or gradients differ beyond rounding, or the outputs are structured differently;
-- 2: a usage error (a name that does not resolve, bad options, an unwritable ``--out``), said before anything runs;
-- 3: slower than the bound: the low end of the 95 % interval of B/A (``--phase``, default the whole step) is above R;
-- 4: an error: a function raised, or its backward failed.
-
-When both 1 and 3 apply, 1 wins (a wrong result matters more than a slow one).
+The exit status is one of the command line's table (:data:`graphwidget.entry.exits.STATUS`, printed by
+``compare --help``): 0 the same maths (and, with ``--fail-if-slower R``, B's step not slower than R × A's beyond
+noise: the low end of the 95 % interval of B/A, ``--phase``, at most R), 1 not equivalent, 2 a usage error said
+before anything runs, 3 slower than the bound, 4 your code raised (a function, its backward, ``--inputs``), 5 a
+file could not be written after the run, 7 an error inside graphwidget. When both 1 and 3 apply, 1 wins (a wrong
+result matters more than a slow one). A failure is one line on stderr; ``--traceback`` adds the traceback.
 
 Names are ``module:attribute`` (``pkg.models:forward_v2``, ``pkg.models:Model.forward``) or ``path/to/file.py:name``.
 An ``nn.Module`` class is instantiated without arguments. ``--inputs`` names a function called without arguments
@@ -26,19 +23,27 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-#: The exit statuses, by meaning (module docstring).
-EXIT = {"ok": 0, "not equivalent": 1, "usage": 2, "slower": 3, "error": 4}
+from .exits import EXIT, fail, table_text
+
+__all__ = ["EXIT", "UsageProblem", "UserCodeFailed", "add_parser", "run"]
 
 
 class UsageProblem(Exception):
     """A command-line mistake: printed as one message, exit status 2."""
 
 
+class UserCodeFailed(Exception):
+    """The user's code raised once it ran (``--inputs``): printed as one message, exit status 4; the error is the
+    cause."""
+
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """The ``compare`` subcommand's options (on the CLI's subparsers)."""
     c = sub.add_parser("compare", help="compare two implementations: same maths? what changed in the graph? "
                                        "which backward is faster?",
-                       description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Runs both on the --inputs: same maths? what changed in the graph? which\n"
+                                   "backward is faster? Prints the verdicts and the diff's report.",
+                       epilog="exit status:\n" + table_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("fn_a", metavar="MODULE:FN_A", help="the reference implementation (A)")
     c.add_argument("fn_b", metavar="MODULE:FN_B", help="the new implementation (B)")
     c.add_argument("--inputs", metavar="MODULE:MAKE_INPUTS", required=True,
@@ -56,6 +61,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="exit 3 when B is slower than R x A beyond noise (implies --profile)")
     c.add_argument("--phase", choices=("step", "forward", "backward"), default="step",
                    help="what --fail-if-slower judges (default: the whole step)")
+    c.add_argument("--traceback", action="store_true", help="on a failure, print the traceback too")
     return c
 
 
@@ -111,7 +117,7 @@ def inputs_from(spec: str) -> Tuple[List[Any], Dict[str, Any]]:
         try:
             obj = obj()
         except Exception as exc:
-            raise UsageProblem(f"--inputs {spec!r} raised {type(exc).__name__}: {exc}") from None
+            raise UserCodeFailed(f"--inputs {spec!r} raised") from exc
     if isinstance(obj, dict):
         return [], dict(obj)
     if isinstance(obj, (tuple, list)):
@@ -125,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except UsageProblem as exc:
         print(f"graphwidget compare: {exc}", file=sys.stderr)
-        return 2
+        return EXIT["usage"]
+    except UserCodeFailed as exc:
+        cause = exc.__cause__ or exc
+        return fail("compare", str(exc), cause, "error", args.traceback)
 
 
 def _labels(args: argparse.Namespace) -> Tuple[str, str]:
@@ -168,6 +177,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_out(args.out)
     labels = _labels(args)
+    from .cli import _load_torch
+    _load_torch()  # only now: --help and the mistakes above are answered without waiting for torch
     fn_a = _callable(resolve(args.fn_a, "FN_A"), args.fn_a, "FN_A")
     fn_b = _callable(resolve(args.fn_b, "FN_B"), args.fn_b, "FN_B")
     pos, kw = inputs_from(args.inputs)
@@ -180,17 +191,22 @@ def _run(args: argparse.Namespace) -> int:
         print(f"graphwidget compare: NOT EQUIVALENT: {exc}", file=sys.stderr)
         return EXIT["not equivalent"]
     except CompareError as exc:
-        cause = exc.__cause__
-        print(f"graphwidget compare: ERROR: {exc}", file=sys.stderr)
-        if cause is not None:
+        if args.traceback and exc.__cause__ is not None:
             import traceback
+            cause = exc.__cause__
             traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+        print(f"graphwidget compare: ERROR: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT["error"]
     except (TypeError, ValueError) as exc:
-        raise UsageProblem(str(exc)) from None
+        # Every option was checked above, so these come from running the user's code (a backward that raised, a
+        # result with nothing to differentiate): not a usage error, which is said before anything runs.
+        return fail("compare", "ERROR: running the functions failed", exc, "error", args.traceback)
     print(d.report())
     if args.out is not None:
-        path = d.export_html(args.out)
+        try:
+            path = d.export_html(args.out)
+        except OSError as exc:
+            return fail("compare", f"cannot write --out {args.out}", exc, "write failed", args.traceback)
         print(f"wrote {path}  (open it in any browser, offline)")
     status = EXIT["ok"]
     r = args.fail_if_slower

@@ -93,12 +93,21 @@ def _ops(g: GradGraph, ids: List[int]) -> str:
     return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _step(text: str) -> None:
+    """Say what starts now, at once (as ``make`` does): the steps take seconds each."""
+    print(f"== {text}", flush=True)
+
+
 def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 5,
-             inputs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+             inputs: Optional[Dict[str, Any]] = None, core_hint: bool = False) -> Dict[str, Any]:
     """Run the demo; print the report; write ``demo.html`` (the diff) and the per-graph viewers into ``out`` (if
     given). ``profile``: time both sides (plain interleaved runs for the verdicts, ``repeat`` instrumented rounds for
-per-node times). ``inputs``: the homography inputs
-    (default :func:`~graphwidget.examples.homography_inputs`). Returns what it made."""
+    per-node times). ``inputs``: the homography inputs (default :func:`~graphwidget.examples.homography_inputs`).
+    ``core_hint``: end by saying how to build the compiled core when it is not built. Each step is printed as it
+    starts. Returns what it made."""
+    print("graphwidget demo: the slow-`repeat` backward from a user report\n", flush=True)
+    _step("running both versions of the homography warp: same outputs and gradients? (checked against float64 runs)"
+          + (", then timing them in interleaved rounds" if profile else ""))
     from ..analysis.diff.report import equivalence_text
     from ..experiment.compare import compare
     inp = inputs if inputs is not None else ex.homography_inputs()
@@ -108,7 +117,7 @@ per-node times). ``inputs``: the homography inputs
     graphs = {TITLES["repeat"]: a, TITLES["broadcast"]: b}
     for g, label in ((a, "repeat"), (b, "broadcast")):
         g.meta["title"] = TITLES[label]
-    print("graphwidget demo: the slow-`repeat` backward from a user report\n")
+    print()
     for title, g in graphs.items():
         print(describe(title, g))
         print()
@@ -129,17 +138,21 @@ per-node times). ``inputs``: the homography inputs
         print(f"    {r['key']:<22} {_human_bytes(r['a']['grad_bytes']):>10} -> {_human_bytes(r['b']['grad_bytes']):>10}"
               f"   ({r['a']['count']} -> {r['b']['count']} nodes)")
     from ..analysis.advisor import print_findings
-    print("\nwhat the advisor says (the findings travel into the exports):")
+    print(flush=True)
+    _step("running the advisor on both graphs")
+    print("what the advisor says (the findings travel into the exports):")
     for g in (a, b):
         g.advise()
         print_findings(g)
     written: List[Path] = []
     if out is not None:
+        print(flush=True)
+        _step(f"writing the offline viewers into {out}")
         out.mkdir(parents=True, exist_ok=True)
         from ..views.export import export_html
         path = export_html(d, out / "demo.html", title="homography: repeat vs broadcast")
         written.append(Path(path))
-        print(f"\nwrote {path}  (both graphs side by side, matched node to node; open it in any browser, offline)")
+        print(f"wrote {path}  (both graphs side by side, matched node to node; open it in any browser, offline)")
         for title, g in graphs.items():
             slug = title.split("(")[1].rstrip(")")
             path = export_html(g, out / f"homography_{slug}.html", title=title)
@@ -159,4 +172,9 @@ per-node times). ``inputs``: the homography inputs
         p = out / "demo_diff.json"
         p.write_text(d.to_json())
         written.append(p)
+    if core_hint:
+        from ..capturing import native
+        if not native.available():
+            print("== the demo ran without the optional compiled core (faster capture of big graphs): "
+                  "`python -m graphwidget build-native` (or make native) builds it, a few minutes once")
     return {"graphs": graphs, "diff": d, "written": written}

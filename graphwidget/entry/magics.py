@@ -11,7 +11,8 @@ Load with ``%load_ext graphwidget``; then::
     loss = y.square().mean()
     loss                                  # the cell's last expression is captured (or: --output loss)
 
-Options go before the expression (``--`` ends them, for an expression that starts with ``-``):
+Options go before the expression (``--`` ends them, for an expression that starts with ``-``). A ``#`` outside
+quotes starts a comment, on the magic's line as on any other:
 
 ``--title TITLE``   title of the graph (default: the expression, or the ``--output`` name);
 ``--html PATH``     also write the self-contained HTML viewer to ``PATH``;
@@ -28,8 +29,10 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import io
 import keyword
 import re
+import tokenize
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from IPython.core.error import UsageError
@@ -87,8 +90,8 @@ def split_options(line: str, parser: argparse.ArgumentParser) -> Tuple[List[str]
     while True:
         while pos < n and line[pos].isspace():
             pos += 1
-        if pos >= n:
-            break
+        if pos >= n or line[pos] == "#":
+            break  # a "#" starting a word (outside quotes) starts a comment, as in the shell and in Python
         if not want_value:
             if line.startswith("--", pos) and (pos + 2 == n or line[pos + 2].isspace()):
                 pos += 2  # "--": the expression follows, even if it starts with "-"
@@ -100,7 +103,22 @@ def split_options(line: str, parser: argparse.ArgumentParser) -> Tuple[List[str]
         want_value = not want_value and word in takes_value
     if want_value:
         raise _usage_error(f"%gradgraph: option {words[-1]} needs a value, e.g. {words[-1]} {_example(words[-1])}")
-    return words, line[pos:].strip()
+    return words, _without_comment(line[pos:]).strip()
+
+
+def _without_comment(source: str) -> str:
+    """``source`` without its trailing Python comment (a ``#`` outside string literals), as IPython users paste it.
+
+    Source Python cannot tokenize is returned unchanged, so that compiling it reports the real error."""
+    if "#" not in source:
+        return source
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                return source[:tok.start[1]] if tok.start[0] == 1 else source
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return source
 
 
 def _example(option: str) -> str:

@@ -54,6 +54,12 @@ class Diff:
         self.timing = timing
         #: ``gw.compare(..., memory=True)``: ``{"peak": [a, b], "source", "measured": True}``; else None
         self.memory: Optional[Dict[str, Any]] = None
+        #: the first node pair where the sides part (``gw.compare``; ``None`` when equivalent or not searched)
+        self.divergence: Optional[Dict[str, Any]] = None
+        #: every divergent pair in order, inherited ones marked (``[]`` when not searched)
+        self.divergences: List[Dict[str, Any]] = []
+        #: what could not be compared one to one (matched pairs of other shapes, leaves without a counterpart)
+        self.unpaired: Optional[Dict[str, Any]] = None
         self._ab = dict(self.matched)
         self._ba = {y: x for x, y in self.matched}
         self._changed_a = {x: f for x, _, f in self.changed}

@@ -126,6 +126,10 @@ class Diff:
                "equivalence": self.equivalence,
                "counts": {"matched": len(self.matched), "changed": len(self.changed), "added": len(self.added),
                           "removed": len(self.removed)}}
+        if self.divergences or self.divergence is not None or self.unpaired is not None:
+            out["divergence"] = self.divergence
+            out["divergences"] = self.divergences
+            out["unpaired"] = self.unpaired
         out["sentence"] = sentence(self, out)
         from .memory import memory_summary
         mem = memory_summary(self)
@@ -363,4 +367,8 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
             added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
     from .memory import clean_measured
     d.memory = clean_measured(summary.get("memory"))
+    div, rows, unpaired = summary.get("divergence"), summary.get("divergences"), summary.get("unpaired")
+    d.divergence = div if isinstance(div, dict) else None
+    d.divergences = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    d.unpaired = unpaired if isinstance(unpaired, dict) else None
     return d

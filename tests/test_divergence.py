@@ -81,3 +81,132 @@ def test_changed_op_is_the_first_divergence_and_search_reruns_from_values():
     assert all(r["inherited"] for r in d.divergences[1:])
     same = gw.compare(_tanh, _tanh, x, w)
     assert same.equivalent and same.divergence is None and same.divergences == []
+
+
+# -- decoders written twice, each with its own copy of the weights under other names (tests/divergence_models.py) --
+import divergence_models as dm  # noqa: E402
+
+
+def _f64_layer_outputs(a, b, ids):
+    """Independent float64 truth: each block's output in A and B (forward hooks on the modules, no graphwidget)."""
+    outs = {"a": [], "b": []}
+    a64, b64 = __import__("copy").deepcopy(a).double(), __import__("copy").deepcopy(b).double()
+    hooks = [m.register_forward_hook(lambda _m, _i, o, k=k: outs[k].append(o.detach()))
+             for k, mods in (("a", a64.blocks), ("b", b64.layers)) for m in mods]
+    a64(ids), b64(ids)
+    for h in hooks:
+        h.remove()
+    return [float((x - y).abs().max() / x.abs().max()) for x, y in zip(outs["a"], outs["b"])]
+
+
+def _only_cause(d):
+    causes = [r for r in d.divergences if not r["inherited"]]
+    assert causes and causes[0] == d.divergence, causes
+    return causes
+
+
+def test_renamed_weight_copies_are_equivalent_and_paired_through_the_graph():
+    a, b, ids = dm.pair()
+    d = gw.compare(a, b, ids, advise=False)
+    assert d.equivalent is True and d.divergence is None
+    grads = [t for t in d.equivalence["tensors"] if t["kind"] == "gradient"]
+    assert len(grads) == len(list(a.parameters())) and not any(t.get("only") for t in grads)
+    assert any(t["name"] == "grad blocks.2.attn.q.weight (B: layers.2.self_attn.q_proj.weight)" for t in grads)
+
+
+def test_bug_in_one_block_points_at_its_line_and_nothing_upstream():
+    a, b, ids = dm.pair("scale", at=2)
+    truth = _f64_layer_outputs(a, b, ids)
+    assert max(truth[:2]) < 1e-12 and truth[2] > 1e-6  # float64: blocks 0-1 agree, block 2 differs
+    d = gw.compare(a, b, ids, advise=False)
+    assert d.equivalent is False
+    div = d.divergence
+    assert div["phase"] == "forward" and div["op"] == "DivBackward0" and div["module_b"] == "layers.2.self_attn"
+    assert div["source_b"].endswith(_line(dm.SelfAttentionB.forward, "the scale bug"))
+    assert div["source_a"].endswith(_line(dm.AttnA.forward, "math.sqrt(d // h)"))
+    assert div["rel"] > div["rounding"]
+    assert len(_only_cause(d)) == 1
+    assert "first differs at divergence_models.py:" in d.sentence() and "layers.2.self_attn" in d.sentence()
+
+
+def test_gelu_variant_in_one_layer():
+    a, b, ids = dm.pair("gelu", at=1)
+    truth = _f64_layer_outputs(a, b, ids)
+    assert truth[0] < 1e-12 and truth[1] > 1e-9
+    d = gw.compare(a, b, ids, advise=False)
+    div = d.divergence
+    assert d.equivalent is False and div["op"] == "GeluBackward0" and div["module_b"] == "layers.1"
+    assert div["source_b"].endswith(_line(dm.LayerB.forward, "the GELU variant"))
+    assert len(_only_cause(d)) == 1
+
+
+def test_detached_residual_is_a_cut_gradient_path():
+    a, b, ids = dm.pair("detach", at=3)
+    truth = _f64_layer_outputs(a, b, ids)
+    assert max(truth) < 1e-12  # the forward is the same maths: only gradients differ
+    d = gw.compare(a, b, ids, advise=False)
+    div = d.divergence
+    assert d.equivalent is False and div["phase"] == "backward" and div["cut"]["side"] == "B"
+    assert div["op"] == "AddBackward0" and div["module_b"] == "layers.3"
+    assert div["source_b"].endswith(_line(dm.LayerB.forward, "the detached residual"))
+    assert not [r for r in d.divergences if r["phase"] == "forward"]
+    assert "gradient path cut at divergence_models.py:" in d.sentence()
+
+
+def test_a_weight_copy_that_differs_is_itself_the_divergence():
+    a, b, ids = dm.pair()
+    with torch.no_grad():
+        b.layers[3].up.weight[0, 0] += 0.5
+    d = gw.compare(a, b, ids, advise=False)
+    div = d.divergence
+    assert d.equivalent is False and div["kind"] == "parameter"
+    assert (div["name_a"], div["name_b"]) == ("blocks.3.fc1.weight", "layers.3.up.weight")
+    assert "parameter blocks.3.fc1.weight (B: layers.3.up.weight) differs" in d.sentence()
+    assert len(_only_cause(d)) == 1
+
+
+def _masked_like(x):
+    return (x * (torch.rand_like(x) > 0.5)).sum()
+
+
+def _masked_shape(x):
+    return (x * (torch.rand(x.shape) > 0.5)).sum()
+
+
+def _dropout(x):
+    return torch.nn.functional.dropout(x.tanh(), 0.3).sum()
+
+
+def _dropout_again(x):
+    return torch.nn.functional.dropout(torch.tanh(x), p=0.3, training=True).sum()
+
+
+def test_random_draws_made_identically_are_the_same_maths():
+    torch.manual_seed(1)
+    x = torch.randn(64, 64, requires_grad=True)
+    for fa, fb in ((_masked_like, _masked_shape), (_dropout, _dropout_again)):
+        torch.manual_seed(3)
+        d = gw.compare(fa, fb, x, advise=False)
+        assert d.equivalence["method"] == "float64"
+        assert d.equivalent is True and d.divergence is None, d.sentence()
+    # and a real difference in the draws is still one
+    d = gw.compare(_masked_like, lambda x: (x * (torch.rand_like(x) > 0.4)).sum(), x, advise=False)
+    assert d.equivalent is False and d.divergence is not None
+
+
+def test_divergence_travels_through_the_diff_document():
+    a, b, ids = dm.pair("gelu", at=1)
+    d = gw.compare(a, b, ids, advise=False)
+    back = gw.load_json(d.to_json())
+    assert back.divergence == d.divergence and back.divergences == d.divergences
+    assert back.sentence() == d.sentence()
+    assert "first differs at" in d.report().splitlines()[0]
+
+
+def test_output_roots_are_paired_by_evidence():
+    x, w = torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+    d = gw.diff(gw.capture((x @ w).tanh()), gw.capture((x @ w).tanh() * 2.0))
+    pairs = {d.a.node(p)["op"]: d.b.node(q)["op"] for p, q in d.matched}
+    assert pairs["TanhBackward0"] == "TanhBackward0" and [d.b.node(i)["op"] for i in d.added] == ["MulBackward0"]
+    d = gw.compare(lambda x, w: (x @ w).tanh().sum(), lambda x, w: ((x @ w).tanh() * 2.0).sum(), x, w)
+    assert d.divergence["op_b"] == "SumBackward0" and d.b.node(d.divergence["region_b"][0])["op"] == "MulBackward0"

@@ -141,3 +141,92 @@ def pair(bug: Optional[str] = None, at: int = 2, n: int = 4, seed: int = 0):
     b.load_state_dict(renamed(a.state_dict()))
     ids = torch.randint(0, 50, (2, 12))
     return a, b, ids
+
+
+# -- three ports whose structure differs, each with its own weights loaded through a state_dict map ----------------
+class FusedAttn(nn.Module):
+    """One ``qkv`` Linear, split."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, d)).square().mean()
+
+
+class SplitAttn(nn.Module):
+    """Separate ``to_q``/``to_k``/``to_v`` (``bug="softmax"``: softmax over the wrong axis)."""
+
+    def __init__(self, d: int = 32, heads: int = 4, bug: Optional[str] = None) -> None:
+        super().__init__()
+        self.heads, self.bug = heads, bug
+        self.to_q, self.to_k, self.to_v, self.to_out = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = (f(x).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for f in (self.to_q, self.to_k, self.to_v))
+        s = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
+        p = torch.softmax(s, dim=-2 if self.bug == "softmax" else -1)  # the softmax bug
+        return self.to_out((p @ v).transpose(1, 2).reshape(b, t, d)).square().mean()
+
+
+def fused_to_split(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    w, bias = state["qkv.weight"], state["qkv.bias"]
+    out = {f"to_{n}.weight": w[i * (w.shape[0] // 3):(i + 1) * (w.shape[0] // 3)].clone() for i, n in
+           enumerate("qkv")}
+    out.update({f"to_{n}.bias": bias[i * (bias.shape[0] // 3):(i + 1) * (bias.shape[0] // 3)].clone() for i, n in
+                enumerate("qkv")})
+    out["to_out.weight"], out["to_out.bias"] = state["proj.weight"].clone(), state["proj.bias"].clone()
+    return out
+
+
+class HFAttn(nn.Module):
+    """``q_proj``/``k_proj``/``v_proj``/``o_proj``: SplitAttn's maths under other names."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1)
+        return self.o_proj((att @ v).transpose(1, 2).reshape(b, t, d)).square().mean()
+
+
+def split_to_hf(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    names = {"to_q": "q_proj", "to_k": "k_proj", "to_v": "v_proj", "to_out": "o_proj"}
+    return {names[k.split(".")[0]] + "." + k.split(".")[1]: v.clone() for k, v in state.items()}
+
+
+class MLPModule(nn.Module):
+    """A block as a Module."""
+
+    def __init__(self, d: int = 32) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x + self.fc2(F.gelu(self.fc1(x)))).square().mean()
+
+
+def mlp_block(x: torch.Tensor, p: Dict[str, torch.Tensor], bug: bool = False) -> torch.Tensor:
+    """The same block as a function of a parameter dict (``bug``: ReLU for GELU)."""
+    h = F.linear(x, p["w_in"], p["b_in"])
+    h = F.relu(h) if bug else F.gelu(h)  # the activation bug
+    return (x + F.linear(h, p["w_out"], p["b_out"])).square().mean()
+
+
+def module_to_params(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    names = {"fc1.weight": "w_in", "fc1.bias": "b_in", "fc2.weight": "w_out", "fc2.bias": "b_out"}
+    return {names[k]: v.clone().requires_grad_(True) for k, v in state.items()}

@@ -210,3 +210,39 @@ def test_output_roots_are_paired_by_evidence():
     assert pairs["TanhBackward0"] == "TanhBackward0" and [d.b.node(i)["op"] for i in d.added] == ["MulBackward0"]
     d = gw.compare(lambda x, w: (x @ w).tanh().sum(), lambda x, w: ((x @ w).tanh() * 2.0).sum(), x, w)
     assert d.divergence["op_b"] == "SumBackward0" and d.b.node(d.divergence["region_b"][0])["op"] == "MulBackward0"
+
+
+def test_ports_whose_structure_differs():
+    torch.manual_seed(0)
+    x = torch.randn(2, 10, 32, requires_grad=True)
+    # fused qkv vs separate to_q/to_k/to_v: gradients cannot pair one to one, the forward values still judge
+    fused = dm.FusedAttn()
+    split = dm.SplitAttn()
+    split.load_state_dict(dm.fused_to_split(fused.state_dict()))
+    d = gw.compare(fused, split, x, advise=False)
+    assert d.equivalent is True and d.divergence is None, d.sentence()
+    lone = {t["name"] for t in d.equivalence["tensors"] if t.get("unpaired")}
+    assert lone == {"grad qkv.weight", "grad qkv.bias", "grad to_q.weight", "grad to_q.bias", "grad to_k.weight",
+                    "grad to_k.bias", "grad to_v.weight", "grad to_v.bias"}
+    assert "gradients not paired one to one" in d.sentence()
+    assert {e["name"] for e in d.unpaired["leaves_only_a"]} == {"qkv.weight", "qkv.bias"}
+    buggy = dm.SplitAttn(bug="softmax")
+    buggy.load_state_dict(dm.fused_to_split(fused.state_dict()))
+    d = gw.compare(fused, buggy, x, advise=False)
+    assert d.equivalent is False and d.divergence["op"] == "SoftmaxBackward0"
+    assert d.divergence["source_b"].endswith(_line(dm.SplitAttn.forward, "the softmax bug"))
+    # to_q vs q_proj: every parameter renamed, paired through the graph
+    hf = dm.HFAttn()
+    hf.load_state_dict(dm.split_to_hf(split.state_dict()))
+    d = gw.compare(split, hf, x, advise=False)
+    assert d.equivalent is True and d.divergence is None
+    assert not any(t.get("only") or t.get("unpaired") for t in d.equivalence["tensors"])
+    d = gw.compare(buggy, hf, x, advise=False)
+    assert d.equivalent is False and d.divergence["source_a"].endswith(_line(dm.SplitAttn.forward, "softmax bug"))
+    # a block as a Module vs as a function of a parameter dict
+    mod = dm.MLPModule()
+    params = dm.module_to_params(mod.state_dict())
+    d = gw.compare(mod, lambda x: dm.mlp_block(x, params), x, advise=False)
+    assert d.equivalent is True and d.divergence is None, d.sentence()
+    d = gw.compare(mod, lambda x: dm.mlp_block(x, params, bug=True), x, advise=False)
+    assert d.equivalent is False and d.divergence["source_b"].endswith(_line(dm.mlp_block, "the activation bug"))

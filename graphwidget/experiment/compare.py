@@ -314,7 +314,26 @@ def _equivalence(a: Side, b: Side, by_graph: Optional[Dict[str, str]] = None) ->
         refs = [s.ref[1].get(g[1]) if s.ref is not None and g is not None else None for s, g in ((a, ga), (b, gb))]
         rows.append(check(f"grad {name}", ga[2] if ga else None, gb[2] if gb else None, precision, refs[0], refs[1],
                           kind="gradient", missing="no gradient"))
+        rows[-1]["_param"] = (ga or gb)[1][0] != "input"  # type: ignore[index]
+    if by_graph is not None:
+        _unpaired(rows)
+    for r in rows:
+        r.pop("_param", None)
     return summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
+
+
+def _unpaired(rows: List[Dict[str, Any]]) -> None:
+    """Parameters with a gradient on one side only, on both sides at once (a fused ``qkv`` against separate
+    ``q``/``k``/``v``): no one-to-one pairing exists, so they are not a difference of maths; the outputs and the
+    matched forward values judge (the divergence search), and the rows say so (``unpaired``)."""
+    only = {s: [r for r in rows if r.get("only") == s and r.get("_param")] for s in ("A", "B")}
+    if not only["A"] or not only["B"]:
+        return
+    for side, other in (("A", "B"), ("B", "A")):
+        for r in only[side]:
+            r.update(allclose=True, unpaired=True,
+                     note=f"no one-to-one counterpart in {other} (the structure differs there): judged through the "
+                          f"outputs and the matched forward values")
 
 
 # -- compare ----------------------------------------------------------------------------------------------------------
@@ -418,7 +437,8 @@ def leaf_pairs(d: Diff) -> Dict[str, str]:
         na, nb = d.a.nx.nodes[x], d.b.nx.nodes[y]
         if na.get("op") == "AccumulateGrad" and nb.get("op") == "AccumulateGrad":
             ta, tb = na.get("tensor"), nb.get("tensor")
-            if isinstance(ta, dict) and isinstance(tb, dict) and ta.get("name") and tb.get("name"):
+            if isinstance(ta, dict) and isinstance(tb, dict) and ta.get("name") and tb.get("name") \
+                    and ta.get("shape") == tb.get("shape"):  # a fused qkv matched to to_q is no one-to-one pair
                 out.setdefault(ta["name"], tb["name"])
     return out
 

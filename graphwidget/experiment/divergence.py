@@ -14,8 +14,9 @@ added code, a GELU written out by hand) are its ``region_a`` / ``region_b``, and
 
 **Backward** (consumers first): a matched pair whose forward values agree but where one side feeds an input slot
 the other does not (``.detach()``, ``.data``, a ``no_grad`` block) *cuts* a gradient path there (``cut``); a pair
-whose incoming gradients differ while those of its nearest matched consumers agree, and that no cut explains, is a
-new backward divergence; the rest inherit.
+whose forward values agree and whose incoming gradients differ while those of its nearest matched consumers agree,
+and that no cut explains, is a new backward divergence; the rest inherit. Pairs whose forward values are not known
+to agree (no value, other shapes) are never a backward cause: the structure, not the maths, differs there.
 
 Matched pairs whose shapes differ (a fused ``qkv`` against separate ``q``/``k``/``v``) cannot be compared value
 by value; they are listed under ``unpaired`` of the summary :func:`structure_notes` gives, never as a divergence.
@@ -220,7 +221,7 @@ def find_divergence(graph_a: GradGraph, values_a: SideValues, graph_b: GradGraph
     cuts: Dict[int, Dict[str, Any]] = {}
     cut_inputs_a: set = set()
     for a in order:
-        if fwd[a] == DIFFERS:
+        if fwd[a] != AGREE:  # a pair not compared (other shapes, no value) proves no cut
             continue
         b = ab[a]
         sa, sb = _slots(graph_a, a), _slots(graph_b, b)
@@ -243,7 +244,7 @@ def find_divergence(graph_a: GradGraph, values_a: SideValues, graph_b: GradGraph
             rec["cut"] = cuts[a]
             out.append(rec)
             continue
-        if bwd[a] != DIFFERS or fwd[a] == DIFFERS:
+        if bwd[a] != DIFFERS or fwd[a] != AGREE:  # a node whose own forward is not known to agree is no cause
             continue
         near_a, _ = _nearest(graph_a, a, bwd, False, ab)
         near_b, _ = _nearest(graph_b, b, bwd_b, False, ba)
@@ -257,8 +258,9 @@ def find_divergence(graph_a: GradGraph, values_a: SideValues, graph_b: GradGraph
 
 def structure_notes(graph_a: GradGraph, graph_b: GradGraph, matching: Sequence[Tuple[int, int]]
                     ) -> Dict[str, Any]:
-    """What could not be compared one to one: matched pairs whose output shapes differ, and parameters (leaves)
-    with no counterpart, each by its name and role (the op that consumes it)."""
+    """What could not be compared one to one: matched pairs whose output shapes differ (``shapes_differ``), and
+    leaves (parameters, inputs) with no counterpart of their shape (``leaves_only_a`` / ``leaves_only_b``), each by
+    its name and role (the op that consumes it)."""
     ab = dict(matching)
     ba = {y: x for x, y in ab.items()}
     shapes = []
@@ -269,11 +271,18 @@ def structure_notes(graph_a: GradGraph, graph_b: GradGraph, matching: Sequence[T
         if sa and sb and sa != sb:
             shapes.append([a, b])
 
+    def shape(g: GradGraph, n: int) -> Any:
+        t = g.nx.nodes[n].get("tensor")
+        return t.get("shape") if isinstance(t, dict) else None
+
     def lonely(g: GradGraph, partner: Dict[int, int]) -> List[Dict[str, Any]]:
+        other = graph_b if g is graph_a else graph_a
         found = []
         for n, d in g.nx.nodes(data=True):
-            if d.get("op") != "AccumulateGrad" or n in partner:
+            if d.get("op") != "AccumulateGrad":
                 continue
+            if n in partner and shape(g, n) == shape(other, partner[n]):
+                continue  # a one-to-one counterpart (a leaf matched to one of another shape is none)
             users = [g.nx.nodes[c].get("op") for c in g.nx.successors(n)]
             found.append({"id": n, "name": _name(g, n), "role": users[0] if users else None})
         return found

@@ -128,9 +128,12 @@ def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B"), divergenc
 
 def _maths(eq: Dict[str, Any], labels: Any) -> str:
     if eq.get("equivalent"):
+        lone = [str(t.get("name")).replace("grad ", "", 1) for t in eq.get("tensors") or [] if t.get("unpaired")]
+        extra = (f"; {len(lone)} gradients not paired one to one: {', '.join(lone[:3])}"
+                 f"{', ...' if len(lone) > 3 else ''}") if lone else ""
         if eq.get("method") == "float64":
-            return f"same maths ({eq.get('precision') or 'float'} rounding)"
-        return "same maths (fixed tolerance: no float64 reference)"
+            return f"same maths ({eq.get('precision') or 'float'} rounding{extra})"
+        return f"same maths (fixed tolerance: no float64 reference{extra})"
     bad = [t for t in eq.get("tensors") or [] if not t.get("allclose")]
     if not bad:
         return "NOT EQUIVALENT, the maths changed"
@@ -206,7 +209,7 @@ def _clean(d: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:
 
 _ROW = {"name": str, "kind": str, "allclose": bool, "max_abs": _NUM, "max_rel": _NUM, "rounding": _NUM,
         "ref_diff": _NUM, "tol": _NUM, "near_zero": bool, "shape_a": list, "shape_b": list, "dtype_a": str,
-        "dtype_b": str, "note": str, "only": str}
+        "dtype_b": str, "note": str, "only": str, "unpaired": bool}
 _EQ = {"equivalent": bool, "method": str, "precision": str, "reference_precision": str, "fallback_reason": str,
        "ab": _NUM, "rounding": _NUM, "near_zero": int}
 _PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list, "wall": dict, "cpu": dict}

@@ -246,3 +246,14 @@ def test_ports_whose_structure_differs():
     assert d.equivalent is True and d.divergence is None, d.sentence()
     d = gw.compare(mod, lambda x: dm.mlp_block(x, params, bug=True), x, advise=False)
     assert d.equivalent is False and d.divergence["source_b"].endswith(_line(dm.mlp_block, "the activation bug"))
+
+
+def test_nway_pairs_carry_the_divergence():
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 16, requires_grad=True), torch.randn(16, 16, requires_grad=True)
+    d = gw.compare({"tanh": _tanh, "again": _tanh, "gelu": _gelu}, x, w, advise=False)
+    assert d.pair("tanh", "again").divergence is None
+    div = d.pair("tanh", "gelu").divergence
+    assert div is not None and div["source_b"].endswith(_line(_gelu, "gelu(h)"))
+    back = gw.load_json(d.to_json())
+    assert back.pair("tanh", "gelu").divergence == div

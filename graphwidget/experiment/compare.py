@@ -445,12 +445,21 @@ def leaf_pairs(d: Diff) -> Dict[str, str]:
 
 def attach_divergence(d: Diff, a: Side, b: Side) -> None:
     """``d.divergence`` / ``d.divergences`` / ``d.unpaired`` from the two sides' collected values."""
+    if a.collect is None or b.collect is None:
+        return
+    a.collect.finish()
+    b.collect.finish()
+    divergence_of(d, a, b)
+    a.collect = b.collect = None
+
+
+def divergence_of(d: Diff, a: Side, b: Side) -> None:
+    """:func:`attach_divergence` for one pair of sides whose values were collected (N-way: every side against the
+    reference), leaving the collectors as they are."""
     from .divergence import find_divergence, structure_notes
     if a.collect is None or b.collect is None:
         return
     va, vb = a.collect.values, b.collect.values
-    a.collect.finish()
-    b.collect.finish()
     first, found = find_divergence(d.a, va, d.b, vb, d.matched, _precision(a, b))
     d.divergences = found
     d.divergence = None if d.equivalent else first
@@ -463,7 +472,6 @@ def attach_divergence(d: Diff, a: Side, b: Side) -> None:
             notes.append(words)
     d.unpaired = structure_notes(d.a, d.b, d.matched)
     d.unpaired["notes"] = notes
-    a.collect = b.collect = None
 
 
 def check_options(profile: Any, repeat: Any, band: Any, budget: Any, threads: Any) -> None:

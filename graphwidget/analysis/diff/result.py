@@ -367,8 +367,14 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
             added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
     from .memory import clean_measured
     d.memory = clean_measured(summary.get("memory"))
+    read_divergence(d, summary)
+    return d
+
+
+def read_divergence(d: Diff, summary: Dict[str, Any]) -> None:
+    """A document's ``summary.divergence`` / ``divergences`` / ``unpaired`` back onto ``d`` (validated as plain
+    JSON; absent in older documents)."""
     div, rows, unpaired = summary.get("divergence"), summary.get("divergences"), summary.get("unpaired")
     d.divergence = div if isinstance(div, dict) else None
     d.divergences = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
     d.unpaired = unpaired if isinstance(unpaired, dict) else None
-    return d

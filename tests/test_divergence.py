@@ -257,3 +257,14 @@ def test_nway_pairs_carry_the_divergence():
     assert div is not None and div["source_b"].endswith(_line(_gelu, "gelu(h)"))
     back = gw.load_json(d.to_json())
     assert back.pair("tanh", "gelu").divergence == div
+
+
+def test_a_tiny_budget_compares_by_digests_and_says_so():
+    a, b, ids = dm.pair("scale", at=1)
+    d = gw.compare(a, b, ids, advise=False, divergence=1)
+    assert d.divergence is not None and d.divergence["module_b"] == "layers.1.self_attn"
+    assert d.divergence["op"] == "DivBackward0"
+    assert any("compared by 256 sampled elements" in n for n in d.unpaired["notes"])
+    import pytest
+    with pytest.raises(ValueError, match="divergence must be True"):
+        gw.compare(a, b, ids, divergence=-3)

@@ -68,6 +68,9 @@ def test_before_after_block_runs_and_matches_what_it_says(tmp_path, monkeypatch)
     assert ns["added"] == ["UnsqueezeBackward0"] * 12
     assert [ns["d2"].b.node(i)["op"] for i in ns["d2"].added] == ["MulBackward0"]
     assert type(ns["again"]).__name__ == "Diff" and ns["path"].is_file()
+    bad = ns["bad"]  # homo shifted by 0.01 in B: the first divergence is where homo is first used, not upstream
+    assert bad.equivalent is False and bad.divergence is not None and not bad.divergence["inherited"]
+    assert ns["bad"].divergence["source_b"] == bad.divergence["source_b"] and "first differs at" in bad.sentence()
 
 
 def test_advisor_block_runs():

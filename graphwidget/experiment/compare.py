@@ -44,6 +44,7 @@ from .equivalence import (
 from .gradients import gradients
 from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_names
 from .state import State, mutations
+from .values import Budget, Collector
 
 __all__ = ["compare", "CompareError", "StructureMismatch"]
 
@@ -168,17 +169,28 @@ class Side:
         self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], Dict[str, int]]] = None
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
+        #: per-node values for the divergence search (:mod:`.values`), when collected
+        self.collect: Optional[Collector] = None
+        #: the run advanced a random generator: the dtype it drew in (the float64 run then draws the same numbers)
+        self.draws: Optional[torch.dtype] = None
 
     def run(self, like: Optional[Namer] = None) -> None:
         """Forward under the recorder (source lines, module paths), capture with named leaves (a tensor ``like``
         names too — the reference side's — with that name), and the gradient of every leaf with
         ``torch.autograd.grad`` (no ``.grad`` is written; :mod:`.gradients` for reentrant checkpointing)."""
         rec = Recorder()
+        collect = self.collect
+        rec.tap = collect.tap if collect is not None else None
+        rng = rng_states()
+        default = torch.get_default_dtype()
         try:
             with rec:
                 out = self.call(*self.inputs.args, **self.inputs.kwargs)
         finally:
             rec.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
+            rec.tap = None
+        if not _same_states(rng, rng_states()):
+            self.draws = default
         roots = loss_or_tensors(out)
         if not roots:
             needs = [n for n, t in self.inputs.names if t.requires_grad]
@@ -193,6 +205,10 @@ class Side:
             self.namer.align(like)
         self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
                                         roots=roots, who="graphwidget.compare")
+        handles: List[Any] = []
+        if collect is not None:
+            collect.forward_done(roots, self.graph.nx.number_of_nodes())
+            handles = collect.hooks()
         try:
             # torch.autograd.grad, or .backward() for reentrant checkpointing (its blocks' parameters added)
             self.leaves, got = gradients(roots, leaf_tensors(roots), [t for _, t in self.namer.items], self.graph)
@@ -200,6 +216,9 @@ class Side:
             raise CompareError(f"graphwidget.compare: the backward of side {self.side} ({self.label!r}) failed: "
                                f"{exc}. compare runs the backward itself: return the loss without calling "
                                f".backward() on it.", self.side) from exc
+        finally:
+            if collect is not None:
+                collect.backward_done(handles)
         names = name_leaves(self.namer, self.leaves)
         unused = [(n, t) for n, t in self.inputs.names if t.requires_grad and all(t is not x for x in self.leaves)]
         local = self.namer.local
@@ -227,11 +246,26 @@ class Side:
         from .reference import run_float64
         wide = Inputs(args, kwargs, wide=True)
         try:
-            out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
+            out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves,
+                                              collect=self.collect, draws=self.draws)
         except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
             self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if self.collect is not None:
+                self.collect.finish()
             return
         self.ref = (out, {wide.key(t): g for t, g in leaves}, dtypes)
+
+
+def rng_states() -> List[torch.Tensor]:
+    """The CPU generator's state and every initialised CUDA generator's (to see whether a run drew numbers)."""
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states.extend(torch.cuda.get_rng_state_all())
+    return states
+
+
+def _same_states(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
 
 
 def _same_structure(a: Side, b: Side) -> None:
@@ -262,7 +296,7 @@ def _precision(a: Side, b: Side) -> Precision:
     return Precision("float64", EPS[run], EPS[ref], run, ref, eps_last=EPS[last])
 
 
-def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
+def _equivalence(a: Side, b: Side, by_graph: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     precision = _precision(a, b)
     rows = []
     outs64 = [flatten(s.ref[0]) if s.ref is not None else None for s in (a, b)]
@@ -272,7 +306,7 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
                    for o in outs64]
             rows.append(check(p, va.detach(), vb.detach(), precision, r64[0], r64[1], kind="output",
                               missing="no value"))
-    for i, j in pair(a.grads, b.grads):
+    for i, j in pair(a.grads, b.grads, by_graph):
         ga = a.grads[i] if i is not None else None
         gb = b.grads[j] if j is not None else None
         name = (ga or gb)[0]  # type: ignore[index]
@@ -281,13 +315,33 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
         refs = [s.ref[1].get(g[1]) if s.ref is not None and g is not None else None for s, g in ((a, ga), (b, gb))]
         rows.append(check(f"grad {name}", ga[2] if ga else None, gb[2] if gb else None, precision, refs[0], refs[1],
                           kind="gradient", missing="no gradient"))
+        rows[-1]["_param"] = (ga or gb)[1][0] != "input"  # type: ignore[index]
+    if by_graph is not None:
+        _unpaired(rows)
+    for r in rows:
+        r.pop("_param", None)
     return summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
+
+
+def _unpaired(rows: List[Dict[str, Any]]) -> None:
+    """Parameters with a gradient on one side only, on both sides at once (a fused ``qkv`` against separate
+    ``q``/``k``/``v``): no one-to-one pairing exists, so they are not a difference of maths; the outputs and the
+    matched forward values judge (the divergence search), and the rows say so (``unpaired``)."""
+    only = {s: [r for r in rows if r.get("only") == s and r.get("_param")] for s in ("A", "B")}
+    if not only["A"] or not only["B"]:
+        return
+    for side, other in (("A", "B"), ("B", "A")):
+        for r in only[side]:
+            r.update(allclose=True, unpaired=True,
+                     note=f"no one-to-one counterpart in {other} (the structure differs there): judged through the "
+                          f"outputs and the matched forward values")
 
 
 # -- compare ----------------------------------------------------------------------------------------------------------
 def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
             profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
-            threads: Optional[int] = None, advise: bool = True, memory: bool = False, **kwargs: Any) -> Diff:
+            threads: Optional[int] = None, advise: bool = True, memory: bool = False, divergence: Any = True,
+            **kwargs: Any) -> Diff:
     """Run ``fn_a(*args, **kwargs)`` and ``fn_b(*args, **kwargs)``, each on its own copy of the inputs, and return the
     :class:`~graphwidget.Diff` of their autograd graphs with both verdicts.
 
@@ -308,6 +362,13 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     **Smaller?** (``memory=True``; ``d.memory``): one more plain step of each side, its allocator peak measured
     (CUDA: ``max_memory_allocated``; CPU: ``torch.profiler``'s memory events), reported beside the step time.
 
+    **Where do they part?** (``divergence=True``; ``d.divergence``, ``d.divergences``): each side's per-node
+    forward values and incoming gradients are kept during the same runs (:mod:`.values`), and
+    :func:`.divergence.find_divergence` names the first matched node pair whose values differ beyond rounding while
+    what flows into it agrees (``None`` when the sides are equivalent). ``divergence`` may also be a number of bytes:
+    the budget of exact values (default a share of the free memory; beyond it values are compared by digests).
+    ``False`` skips it.
+
     ``advise=True`` runs the advisor on both graphs (``d.a.findings``; the view shows what B resolved).
 
     The caller's tensors, ``.grad``, parameters, buffers, RNG state, grad mode and default dtype are left as they
@@ -327,19 +388,29 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
             raise TypeError(f"graphwidget.compare: fn_{side.lower()} ({label!r}) must be callable (a function or an "
                             f"nn.Module); got {type(fn).__name__}. Call it as gw.compare(fn_a, fn_b, *inputs).")
     check_options(profile, repeat, band, budget, threads)
+    values_budget = check_divergence(divergence)
     sides, state, saved_grads = prepare(((fn_a, "A", la), (fn_b, "B", lb)), args, kwargs)
     a, b = sides
+    if divergence is not False:
+        from ..attribution.memory import device_of
+        shared = Budget.default(device_of(fn_a, args, kwargs)) if values_budget is None else Budget(values_budget)
+        for s in sides:
+            s.collect = Collector(shared)
     timing = None
     try:
         try:
             run_sides(sides, state, args, kwargs)
-            equivalence = _equivalence(a, b)
-            if profile:
-                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
-            peaks = peaks_of(sides, state, fn_a, args, kwargs) if memory else None
             assert a.graph is not None and b.graph is not None
             a.graph.output, b.graph.output = a.out, b.out
-            d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+            d = build(a.graph, b.graph, (la, lb))
+            equivalence = _equivalence(a, b, leaf_pairs(d))
+            d.equivalence = equivalence
+            if divergence is not False:
+                attach_divergence(d, a, b)
+            if profile:
+                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+            d.timing = timing
+            peaks = peaks_of(sides, state, fn_a, args, kwargs) if memory else None
             d.memory = peaks
         finally:
             _restore(state, saved_grads)
@@ -348,6 +419,61 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     if advise:
         advise_graphs([d.a, d.b])
     return d
+
+
+def check_divergence(divergence: Any) -> Optional[int]:
+    """``divergence=``: ``True``/``False``, or a budget in bytes (returned; ``None`` for the default)."""
+    if isinstance(divergence, bool):
+        return None
+    if isinstance(divergence, int) and divergence > 0:
+        return divergence
+    raise ValueError(f"graphwidget.compare: divergence must be True (find where the sides part), False (skip it) or "
+                     f"a budget of bytes > 0 for the exact per-node values; got {divergence!r}.")
+
+
+def leaf_pairs(d: Diff) -> Dict[str, str]:
+    """A's leaf name -> B's, for every matched pair of named leaves (``AccumulateGrad``): parameters and inputs
+    paired through the matched graph, whatever they are called."""
+    out: Dict[str, str] = {}
+    for x, y in d.matched:
+        na, nb = d.a.nx.nodes[x], d.b.nx.nodes[y]
+        if na.get("op") == "AccumulateGrad" and nb.get("op") == "AccumulateGrad":
+            ta, tb = na.get("tensor"), nb.get("tensor")
+            if isinstance(ta, dict) and isinstance(tb, dict) and ta.get("name") and tb.get("name") \
+                    and ta.get("shape") == tb.get("shape"):  # a fused qkv matched to to_q is no one-to-one pair
+                out.setdefault(ta["name"], tb["name"])
+    return out
+
+
+def attach_divergence(d: Diff, a: Side, b: Side) -> None:
+    """``d.divergence`` / ``d.divergences`` / ``d.unpaired`` from the two sides' collected values."""
+    if a.collect is None or b.collect is None:
+        return
+    a.collect.finish()
+    b.collect.finish()
+    divergence_of(d, a, b)
+    a.collect = b.collect = None
+
+
+def divergence_of(d: Diff, a: Side, b: Side) -> None:
+    """:func:`attach_divergence` for one pair of sides whose values were collected (N-way: every side against the
+    reference), leaving the collectors as they are."""
+    from .divergence import find_divergence, structure_notes
+    if a.collect is None or b.collect is None:
+        return
+    va, vb = a.collect.values, b.collect.values
+    first, found = find_divergence(d.a, va, d.b, vb, d.matched, _precision(a, b))
+    d.divergences = found
+    d.divergence = None if d.equivalent else first
+    notes = list(dict.fromkeys(va.notes + [f"B: {n}" for n in vb.notes]))
+    budget = a.collect.budget
+    if budget is not None:
+        from .values import budget_note
+        words = budget_note(budget)
+        if words:
+            notes.append(words)
+    d.unpaired = structure_notes(d.a, d.b, d.matched)
+    d.unpaired["notes"] = notes
 
 
 def check_options(profile: Any, repeat: Any, band: Any, budget: Any, threads: Any) -> None:

@@ -23,6 +23,7 @@ from .compare import (
     _restore,
     advise_graphs,
     check_options,
+    divergence_of,
     peaks_of,
     prepare,
     run_sides,
@@ -99,6 +100,11 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
     items, labs = [items[i] for i in perm], [labs[i] for i in perm]
     letters = [chr(ord("A") + i) if i < 26 else f"#{i}" for i in range(len(items))]
     sides, state, saved_grads = prepare(list(zip(items, letters, labs)), args, kwargs)
+    from ..attribution.memory import device_of
+    from .values import Budget, Collector
+    shared = Budget.default(device_of(items[0], args, kwargs))
+    for s in sides:
+        s.collect = Collector(shared)
     try:
         try:
             run_sides(sides, state, args, kwargs)
@@ -116,6 +122,10 @@ def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, 
             verdicts: Dict[Tuple[int, int], Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]] = \
                 {p: (eq, timing.get(p)) for p, eq in equivalence.items()}
             d = build_multi(graphs, labs, verdicts=verdicts)
+            for k in range(1, n):  # where each side parts from the reference (docs/diff.md)
+                divergence_of(d.pair(0, k), sides[0], sides[k])
+            for s in sides:
+                s.collect = None
             if peaks is not None:
                 for k in range(1, n):
                     d.pair(0, k).memory = dict(peaks, peak=[peaks["peak"][0], peaks["peak"][k]])

@@ -358,3 +358,19 @@ def test_undecodable_diff_shows_an_error(watched: Any, bad: bytes) -> None:
     assert "Could not show" in w.page.locator(".gw-error").text_content()
     assert w.page.evaluate(f"{API}.error") is not None
     w.assert_clean()
+
+
+def test_opens_on_the_first_divergence(watched: Any, tmp_path: Path) -> None:
+    """A document with summary.divergence (gw.compare's search) opens with that pair selected and both panes centred
+    on it; one without opens with nothing selected."""
+    doc = dfx.small_pair(equivalent=False)
+    doc["summary"]["divergence"] = {"phase": "forward", "a": 1, "b": 1, "op": "MulBackward0"}
+    w = open_diff(watched, tmp_path, doc)
+    page = w.page
+    page.wait_for_function(f"() => {API}.selected('a') === 1 && {API}.selected('b') === 1")
+    assert_centred(page, 1, "a")
+    assert_centred(page, 1, "b")
+    w.assert_clean()
+    w2 = open_diff(watched, tmp_path, dfx.small_pair(equivalent=False), name="plain.html")
+    assert api(w2.page, "a.selected('a')") is None and api(w2.page, "a.selected('b')") is None
+    w2.assert_clean()

@@ -22,7 +22,7 @@ from ..._util.gc import gc_paused
 from ...model import compare_schema, io, schema
 from ...model.graph import GradGraph
 from . import fusion
-from .result import Diff, build
+from .result import Diff, build, read_divergence
 from .result import diff as two_way_diff
 from .verdicts import BAND, clean_equivalence, clean_timing, decided_text, maths_text, memory_text
 
@@ -440,6 +440,7 @@ def _from_dict(cls: type, data: Any, who: str) -> MultiDiff:
                  changed=[(x, y, f) for x, y, f in entry.get("changed") or ()], removed=entry["removed"],
                  added=entry["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
         p.memory = clean_measured(summary.get("memory"))
+        read_divergence(p, summary)
         pairs.append(p)
     verdicts = {(v["a"], v["b"]): (v.get("equivalence"), v.get("timing")) for v in data.get("verdicts") or ()}
     kind = data.get("kind") or "sides"

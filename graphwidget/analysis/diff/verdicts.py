@@ -83,15 +83,57 @@ def decided_text(t: Dict[str, Any], band: float = BAND) -> Optional[str]:
     return None
 
 
-def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B")) -> Optional[str]:
+def _short(source: Any) -> Optional[str]:
+    """``model.py:88`` of a node's ``source`` (``/home/me/pkg/model.py:88``)."""
+    if not isinstance(source, str) or not source:
+        return None
+    return source.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def divergence_text(div: Any, labels: Any = ("A", "B")) -> Optional[str]:
+    """Where the sides part, in words: ``"first differs at model.py:88 (SoftmaxBackward0, blocks.2.attn)"``,
+    ``"parameter blocks.3.fc.weight differs"``, ``"gradient path cut at model.py:40 (AddBackward0, layers.2): B
+    does not differentiate through input 0 (.detach(), .data or no_grad?)"``; ``None`` without a divergence record
+    (:func:`graphwidget.experiment.divergence.find_divergence`'s form)."""
+    if not isinstance(div, dict):
+        return None
+    if div.get("kind") == "parameter":
+        na, nb = div.get("name_a"), div.get("name_b")
+        name = na if not nb or nb == na else f"{na} (B: {nb})"
+        return f"parameter {name} differs"
+    src = _short(div.get("source_b")) or _short(div.get("source_a"))
+    module = div.get("module_b") or div.get("module_a")
+    what = ", ".join(str(x) for x in (div.get("op_b") or div.get("op"), module) if x)
+    where = f"{src} ({what})" if src else f"node {div.get('a')}/{div.get('b')} ({what})"
+    cut = div.get("cut")
+    if isinstance(cut, dict):
+        side = labels[1] if cut.get("side") == "B" else labels[0]
+        return (f"gradient path cut at {where}: {side} does not differentiate through input {cut.get('slot')} "
+                f"(.detach(), .data or no_grad?)")
+    if div.get("phase") == "backward":
+        return f"first gradient differs at {where}"
+    return f"first differs at {where}"
+
+
+def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B"), divergence: Any = None) -> Optional[str]:
     """``"same maths (float32 rounding)"`` / ``"NOT EQUIVALENT, the maths changed (fc1.weight: gradient only in
-    A)"`` / ``None`` when not checked."""
+    A); first differs at model.py:88 (SoftmaxBackward0, blocks.2.attn)"`` (the last part from ``divergence``,
+    when given) / ``None`` when not checked."""
     if not eq:
         return None
+    base = _maths(eq, labels)
+    where = divergence_text(divergence, labels) if not eq.get("equivalent") else None
+    return f"{base}; {where}" if where else base
+
+
+def _maths(eq: Dict[str, Any], labels: Any) -> str:
     if eq.get("equivalent"):
+        lone = [str(t.get("name")).replace("grad ", "", 1) for t in eq.get("tensors") or [] if t.get("unpaired")]
+        extra = (f"; {len(lone)} gradients not paired one to one: {', '.join(lone[:3])}"
+                 f"{', ...' if len(lone) > 3 else ''}") if lone else ""
         if eq.get("method") == "float64":
-            return f"same maths ({eq.get('precision') or 'float'} rounding)"
-        return "same maths (fixed tolerance: no float64 reference)"
+            return f"same maths ({eq.get('precision') or 'float'} rounding{extra})"
+        return f"same maths (fixed tolerance: no float64 reference{extra})"
     bad = [t for t in eq.get("tensors") or [] if not t.get("allclose")]
     if not bad:
         return "NOT EQUIVALENT, the maths changed"
@@ -133,7 +175,7 @@ def sentence(d: "Diff", summary: Optional[Dict[str, Any]] = None) -> str:
     backward 3.3× faster; −78 MiB gradients written"`` (``summary``: the diff's, when already computed)."""
     la, lb = d.labels
     parts: List[str] = []
-    maths = maths_text(clean_equivalence(d.equivalence), d.labels)
+    maths = maths_text(clean_equivalence(d.equivalence), d.labels, getattr(d, "divergence", None))
     if maths:
         parts.append(maths)
     t = clean_timing(d.timing) or {}
@@ -167,7 +209,7 @@ def _clean(d: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:
 
 _ROW = {"name": str, "kind": str, "allclose": bool, "max_abs": _NUM, "max_rel": _NUM, "rounding": _NUM,
         "ref_diff": _NUM, "tol": _NUM, "near_zero": bool, "shape_a": list, "shape_b": list, "dtype_a": str,
-        "dtype_b": str, "note": str, "only": str}
+        "dtype_b": str, "note": str, "only": str, "unpaired": bool}
 _EQ = {"equivalent": bool, "method": str, "precision": str, "reference_precision": str, "fallback_reason": str,
        "ab": _NUM, "rounding": _NUM, "near_zero": int}
 _PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list, "wall": dict, "cpu": dict}

@@ -108,6 +108,9 @@ export class DiffApp extends App {
       { side: 0, label: la, findings: this.findings.a, resolved: this.findings.resolved, resolvedText: `resolved in ${lb}` },
       { side: 1, label: lb, findings: this.findings.b },
     ]);
+    // open on where the sides first part: both panes centred on the pair, which is selected (the frontier)
+    const div = this.doc!.summary.divergence;
+    if (div) void this.selectOn(0, div.a, true, false);
   }
 
   /** The cause of a picked finding, selected with its counterpart on the other side. */

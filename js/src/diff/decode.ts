@@ -89,8 +89,11 @@ function summaryOf(o: Obj): DiffSummary {
     const lo = num(pair[0]), hi = num(pair[1]);
     if (lo !== null && hi !== null) interval[k] = [lo, hi];
   }
+  const dv = o.divergence && typeof o.divergence === "object" ? obj(o.divergence) : null;
+  const da = dv ? num(dv.a) : null, db = dv ? num(dv.b) : null;
+  const divergence = da !== null && db !== null ? { a: da, b: db } : null;
   return { a: totals(o.a), b: totals(o.b), delta: totals(o.delta), ratio: totals(o.ratio), interval, timing, equivalence,
-    sentence: str(o.sentence) };
+    sentence: str(o.sentence), divergence };
 }
 
 function costs(v: unknown): RowCosts {

@@ -59,6 +59,8 @@ export interface DiffSummary {
   equivalence: Equivalence | null;
   /** Both verdicts in one line, as Python words them (Diff.sentence()); null in older documents. */
   sentence: string | null;
+  /** Where the two sides first part (gw.compare's divergence search: node ids of A and B); null when none. */
+  divergence: { a: number; b: number } | null;
 }
 
 /** Costs of one Changes row on one side (or their delta). */

@@ -61,6 +61,13 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
+def _leaf_us(ns: int) -> float:
+    """An op's or node's duration in the file: 1 ns short, so that the end of one (``ts + dur``, in floating-point
+    microseconds) never lands after the start of the next one laid end to end (a viewer would then see them
+    overlap and nest them wrongly)."""
+    return max(ns - 1, 0) / 1000.0
+
+
 def _sides(obj: Any) -> List[Tuple[str, Any]]:
     """(label, graph) for a GradGraph or a Diff (its two sides)."""
     if hasattr(obj, "a") and hasattr(obj, "b") and hasattr(obj, "labels"):
@@ -159,7 +166,7 @@ def _side_events(pid: int, label: str, g: Any, t0: int) -> Tuple[List[Dict[str, 
                 continue
             dur = _ns(ms)
             inner.append({"ph": "X", "name": forward_name(names[v]), "cat": "forward", "pid": pid,
-                          "tid": FORWARD_TID, "ts": _us(c), "dur": _us(dur), "args": _args(v, nodes[v], ms, k)})
+                          "tid": FORWARD_TID, "ts": _us(c), "dur": _leaf_us(dur), "args": _args(v, nodes[v], ms, k)})
             c += dur
         span = max(_ns(s["fwd_wall"]), c - t)
         step_args = {"step": k, "kept": s["kept"], "times": s["stat"], "wall_ms": s["fwd_wall"]}
@@ -178,12 +185,12 @@ def _side_events(pid: int, label: str, g: Any, t0: int) -> Tuple[List[Dict[str, 
                 continue
             dur = _ns(ms)
             inner.append({"ph": "X", "name": names[v], "cat": "backward", "pid": pid, "tid": BACKWARD_TID,
-                          "ts": _us(c), "dur": _us(dur), "args": _args(v, nodes[v], ms, k)})
+                          "ts": _us(c), "dur": _leaf_us(dur), "args": _args(v, nodes[v], ms, k)})
             c += dur
         engine = s["engine"]
         if engine is not None and _ns(engine) > 0:
             inner.append({"ph": "X", "name": ENGINE, "cat": "backward", "pid": pid, "tid": BACKWARD_TID,
-                          "ts": _us(c), "dur": _us(_ns(engine)),
+                          "ts": _us(c), "dur": _leaf_us(_ns(engine)),
                           "args": {"ms": engine, "step": k, "what": "backward wall time minus the time inside "
                                    "nodes: the engine's scheduling, gradient sums and frees between nodes"}})
             c += _ns(engine)

@@ -15,7 +15,7 @@ WORKERS ?= auto
 XDIST   := -n $(WORKERS) --dist loadgroup
 BUNDLE  := graphwidget/static/widget.js
 
-.PHONY: setup native demo test test-fast test-python lint matrix bench js clean browser
+.PHONY: setup need-node native demo test test-fast test-python lint matrix bench js clean browser
 
 $(VPY):
 	@echo "== creating the virtualenv $(VENV)"
@@ -46,14 +46,22 @@ native: $(STAMP)
 	@echo "== the optional compiled capture core (a few minutes of g++, once per environment)"
 	$(VPY) -m graphwidget build-native || echo "graphwidget: continuing without the compiled capture core"
 
-setup: $(STAMP) native
+setup: need-node $(STAMP) native
+
+# The editable install builds the viewer with Node.js (hatch_build.py): say so before downloading torch (~1 GB).
+need-node:
+	@if [ -f graphwidget/static/viewer.js ] && [ -f graphwidget/static/widget.js ]; then exit 0; fi; \
+	if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then exit 0; fi; \
+	echo "graphwidget: this needs Node.js 18+ with npm to build the viewer (Debian/Ubuntu: apt-get install nodejs npm;"; \
+	echo "  or https://nodejs.org). Nothing was downloaded. Without Node: pip install a wheel built elsewhere (README, Install)."; \
+	exit 1
 
 js: $(STAMP)
 	cd js && npm install --no-audit --no-fund && npm run build
 
 # The demo runs on whichever engine is there (pure Python on a fresh clone: the built-in examples are small); the
 # compiled core is left to `make native` / `make test` so the demo is not minutes of g++ away.
-demo: $(STAMP)
+demo: need-node $(STAMP)
 	@echo "== running the demo (python -m graphwidget demo --out out)"
 	$(VPY) -m graphwidget demo --out out
 

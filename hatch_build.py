@@ -21,8 +21,9 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 BUNDLE = ("graphwidget/static/widget.js", "graphwidget/static/viewer.js")
 #: What a source build needs when the bundle has to be made (js/build.mjs).
 NODE_HINT = ("install Node.js 18+ with npm (https://nodejs.org; Debian/Ubuntu: `apt-get install nodejs npm`), or "
-             "install the wheel instead (`pip install graphwidget`, or a wheel built elsewhere with "
-             "`python -m build`): wheels and release sdists ship the bundle and need no Node.js")
+             "install a wheel built elsewhere instead (`python -m build` in a clone with Node.js writes one to dist/; "
+             "graphwidget is not on the package index yet): wheels and sdists built that way ship the bundle and "
+             "need no Node.js")
 
 
 def _newest(paths: List[Path]) -> float:

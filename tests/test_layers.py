@@ -36,8 +36,10 @@ ALLOWED = {
 #: (module, imported stage): lazy imports inside the methods of the graph's and the diff's convenience API.
 FACADES = {
     ("graphwidget/model/graph.py", "analysis"),   # g.summary(), g.advise(), g.timing_table()
-    ("graphwidget/model/graph.py", "views"),      # g.widget(), g.figure(), g.export_html(), rich display
-    ("graphwidget/analysis/diff/result.py", "views"),  # d.widget(), d.figure(), d.export_html(), rich display
+    ("graphwidget/model/graph.py", "views"),      # g.widget(), g.figure(), g.export_html(), rich display,
+    #                                               g.export_chrome_trace(), g.export_model_explorer()
+    ("graphwidget/analysis/diff/result.py", "views"),  # d.widget(), d.figure(), d.export_html(), rich display,
+    #                                                    d.export_chrome_trace()
     ("graphwidget/analysis/diff/multi.py", "views"),   # N-way: d.widget(), d.export_html(), rich display
 }
 

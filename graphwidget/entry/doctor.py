@@ -173,7 +173,14 @@ def format_report(r: Dict[str, Any]) -> str:
         lines.append(f"{name}: {val or 'not found'}")
     if r["environment"]:
         lines.append("environment:  " + ", ".join(f"{k}={v}" for k, v in r["environment"].items()))
+    lines += ["", REPORT_TO]
     return "\n".join(lines)
+
+
+#: Where a bug goes (the last line of the report). No public address is recorded in the package's metadata yet,
+#: so it names the tracker and the README section that says how to file.
+REPORT_TO = ("Report a bug on the project's issue tracker (README.md, \"Reporting a bug\"): what you ran, what "
+             "happened, and this report.")
 
 
 def main(as_json: bool = False) -> int:

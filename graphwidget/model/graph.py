@@ -54,6 +54,11 @@ class GradGraph:
         self.meta = meta
         self.output = output
         self.findings: Optional[List[Dict[str, Any]]] = None
+        #: gw.profile's measured runs, in the order they ran (not serialised): per run ``{"fwd", "bwd"}`` (each
+        #: node's ms in that run, ``array('d')`` indexed by id, NaN where none), ``"fwd_wall"``, ``"bwd_wall"`` (ms;
+        #: ``None`` without a backward) and ``"kept"`` (whether the statistic used it). ``None`` when not profiled
+        #: in this process; :meth:`export_chrome_trace` draws one step per run from it.
+        self.steps: Optional[List[Dict[str, Any]]] = None
         self._abs_seq: Optional[Dict[int, int]] = {}
         self._abs_seq_raw: Optional[bytes] = None  # the compiled core's form: uint64 per node id, max = none
         self._headline: Optional[Tuple[Tuple[Any, ...], str]] = None  # (shape key, text): see headline()
@@ -201,6 +206,18 @@ class GradGraph:
         """Write a self-contained HTML viewer; see :func:`graphwidget.export_html`."""
         from ..views.export import export_html
         return export_html(self, path, **kwargs)
+
+    def export_chrome_trace(self, path: Any) -> Any:
+        """Write the measured times as a Chrome trace (Perfetto, chrome://tracing, speedscope); see
+        :func:`graphwidget.views.chrome_trace.export_chrome_trace`."""
+        from ..views.chrome_trace import export_chrome_trace
+        return export_chrome_trace(self, path)
+
+    def export_model_explorer(self, path: Any, node_data: bool = True) -> Any:
+        """Write the graph in Model Explorer's JSON graph format (and its node-data files); see
+        :func:`graphwidget.views.model_explorer.export_model_explorer`."""
+        from ..views.model_explorer import export_model_explorer
+        return export_model_explorer(self, path, node_data=node_data)
 
     def timing_table(self, top: Optional[int] = 20, by: str = "total", group: Optional[str] = None,
                      **kwargs: Any) -> Any:

@@ -18,7 +18,8 @@
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from array import array
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
@@ -69,11 +70,12 @@ def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
 
 
 def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, repeat: int, warmup: int,
-             device: torch.device, clock: Any, **meta: Any) -> None:
+             device: torch.device, clock: Any, measured: Optional[List[Run]] = None, **meta: Any) -> None:
     """Write the timed runs ``kept`` into ``graph``: per node ``fwd_ms``/``bwd_ms`` (median or mean over runs, by
     ``stat``) and ``meta["timing"]``. The one place both :func:`profile` and the diff's interleaved timing
     (:mod:`graphwidget.experiment.interleave`) turn runs into numbers, so the two read alike; ``meta`` adds keys
-    (``interleaved=True``)."""
+    (``interleaved=True``). ``measured``: every measured run in the order they ran (default ``kept``), kept per run
+    in ``graph.steps`` for the trace export."""
     agg = median if stat == "median" else mean
     nodes = graph.nx.nodes
     for i, col in enumerate(zip(*(r.fwd for r in kept))):
@@ -93,6 +95,18 @@ def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, re
         "backward_nodes_ms": agg(bsum) if backward else None,
         **meta,
     }
+    graph.steps = _steps(measured if measured is not None else kept, kept, backward)
+
+
+def _steps(runs: List[Run], kept: List[Run], backward: bool) -> List[Dict[str, Any]]:
+    """``graph.steps``: each run's per-node times as flat float arrays (NaN for none): a few bytes per node and run
+    instead of a float object each."""
+    nan = float("nan")
+    used = {id(r) for r in kept}
+    return [{"fwd": array("d", [nan if x is None else x for x in r.fwd]),
+             "bwd": array("d", [nan if x is None else x for x in r.bwd]) if backward else None,
+             "fwd_wall": r.fwd_wall, "bwd_wall": r.bwd_wall if backward else None, "kept": id(r) in used}
+            for r in runs]
 
 
 def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
@@ -214,7 +228,7 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
         prof = profiler_runs(fn, args, kwargs, dev, grads if backward else None, ref)
     assert graph is not None  # run 0 always captures the graph
     annotate(graph, _kept_runs(runs, stat), stat=stat, backward=backward, repeat=repeat, warmup=warmup,
-             device=dev, clock=clock)
+             device=dev, clock=clock, measured=runs)
     nodes = graph.nx.nodes
     if prof is not None and backward:
         from .cross_check import compare

@@ -223,6 +223,12 @@ class Diff:
         from ...views.export import export_html
         return export_html(self, path, **kwargs)
 
+    def export_chrome_trace(self, path: Any) -> Any:
+        """Write both sides' measured times into one Chrome trace, one process per side (``gw.compare(...,
+        profile=True)``); see :func:`graphwidget.views.chrome_trace.export_chrome_trace`."""
+        from ...views.chrome_trace import export_chrome_trace
+        return export_chrome_trace(self, path)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
         from ...views.diff_payload import static_diff_html
         from ...views.display import mimebundle

@@ -1,3 +1,3 @@
 """Small helpers shared across stages (no torch, no networkx): ``gc`` (the GC pause), ``stats`` (statistics),
 ``text`` (byte formatting), ``interrupts`` (Ctrl-C held back during a restore), ``dicts`` (dicts that share one
-key table)."""
+key table), ``fds`` (torch's C-level log lines kept out of the user's output)."""

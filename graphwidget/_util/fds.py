@@ -15,8 +15,8 @@ import tempfile
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, Pattern
 
-#: Kineto's own log lines: ``USDT:2026-12-01 23:01:52 11281:11281 SyncActivityProfilerHandler.cpp:52] profiler_start``
-#: (older versions: ``STAGE:... ActivityProfilerController.cpp:312] Completed Stage: Warm Up``).
+#: Kineto's own log lines: ``USDT:2026-12-01 23:01:52 11281:11281 <handler source>:52] profiler_start``
+#: (older versions: ``STAGE:... <controller source>:312] Completed Stage: Warm Up``).
 PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+\.cpp:\d+\] ")
 
 

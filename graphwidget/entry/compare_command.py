@@ -177,8 +177,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_out(args.out)
     labels = _labels(args)
-    from .cli import _load_torch
-    _load_torch()  # only now: --help and the mistakes above are answered without waiting for torch
+    from .. import _load_torch_stages
+    _load_torch_stages()  # only now: --help and the mistakes above are answered without waiting for torch
     fn_a = _callable(resolve(args.fn_a, "FN_A"), args.fn_a, "FN_A")
     fn_b = _callable(resolve(args.fn_b, "FN_B"), args.fn_b, "FN_B")
     pos, kw = inputs_from(args.inputs)

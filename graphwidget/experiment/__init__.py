@@ -6,5 +6,7 @@ functions fairly, in interleaved rounds), ``layout_timing`` (one op in several o
 memory-layout measurements), ``naming`` (which tensors get a gradient, their names and partners), ``state`` (what is
 saved and put back), ``reference`` (the float64 runs), ``speed`` (plain interleaved runs: faster?), ``nway`` and
 ``nway_speed`` (N sides, and ``gw.compare``'s dispatch), ``ranks`` (``ranks=``: each rank's graph), ``peak``
-(compare's measured peak), ``checkpointing`` (``gw.with_checkpoint``). It runs the capture, attribution and
-profiling stages and hands graphs to the torch-free analyses."""
+(compare's measured peak), ``checkpointing`` (``gw.with_checkpoint``), ``gradients`` (a side's gradients;
+``.backward()`` for reentrant checkpointing), ``values`` (per-node values for the divergence search), ``divergence``
+(where two sides part). It runs the capture, attribution and profiling stages and hands graphs to the torch-free
+analyses."""

@@ -46,7 +46,7 @@ def profiled() -> Any:
 
 @pytest.fixture(scope="module")
 def speedscope_dir() -> Path:
-    """speedscope's built app, installed once into tests/browser/speedscope/node_modules by npm."""
+    """speedscope's built app, installed once by npm into the node_modules folder beside its package.json."""
     release = SPEEDSCOPE / "node_modules" / "speedscope" / "dist" / "release"
     if not (release / "index.html").is_file():
         npm = shutil.which("npm")

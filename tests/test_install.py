@@ -76,7 +76,7 @@ def test_no_node_and_no_bundle_says_what_to_install(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError) as err:
         hatch_build.build_bundle(root)
     msg = str(err.value)
-    assert "Node.js 18+" in msg and "install the wheel" in msg and "node and npm is not on PATH" in msg
+    assert "Node.js 18+" in msg and "install a wheel" in msg and "node and npm is not on PATH" in msg
 
 
 # -- the real thing ----------------------------------------------------------------------------------------------

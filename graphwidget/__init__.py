@@ -21,7 +21,7 @@ from .model import GradGraph, SchemaError
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "load", "SchemaError", "diff", "compare",
     "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "load_ranks", "GraphWidget", "DiffWidget", "export_html",
-    "examples", "load_ipython_extension", "advise", "with_checkpoint",
+    "examples", "load_ipython_extension", "advise", "with_checkpoint", "record", "Recording",
 ]
 
 try:
@@ -58,6 +58,8 @@ _LAZY = {
     "load_ranks": ("analysis.ranks", "load_ranks"),
     "advise": ("analysis.advisor", "advise"),
     "with_checkpoint": ("experiment.checkpointing", "with_checkpoint"),
+    "record": ("experiment.recording", "record"),  # one side kept for a later compare (gw.load reads its file)
+    "Recording": ("experiment.recording", "Recording"),
 }
 
 
@@ -98,7 +100,13 @@ def load(path: Any) -> Any:
     :func:`load_json`; a ``.gz`` file (``g.json.gz``) is gzip-compressed. Works without torch.
 
     >>> g.save("g.json.gz"); g2 = gw.load("g.json.gz")        # doctest: +SKIP
+
+    A recording's file (``gw.record(fn, *inputs).save("a.gwrec")``) gives the :class:`Recording` (needs torch).
     """
+    from .model import recfile
+    if recfile.kind(path) is not None:  # a recording, or another safetensors file (refused, saying so)
+        from .experiment.recording import load_recording
+        return load_recording(path)
     from .model.io import read_file
     return load_json(read_file(path))
 

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
+import networkx as nx
 import torch
 
 from ..analysis.diff.result import Diff, build, check_labels
@@ -28,7 +29,7 @@ from ..analysis.diff.verdicts import BAND, labelled
 from ..attribution.attach import attributed_capture
 from ..attribution.recorder import Recorder
 from ..capturing.roots import loss_or_tensors
-from ..model.graph import GradGraph
+from ..model.graph import GradGraph, new_meta
 from .equivalence import (
     EPS,
     Precision,
@@ -166,11 +167,29 @@ class Side:
         self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], Dict[str, int]]] = None
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
+        #: Whether the gradients were computed (``gw.record(..., backward=False)``, or a forward with no tensor that
+        #: requires grad, records the outputs only), and if not, why.
+        self.backward = True
+        self.no_backward_why: Optional[str] = None
 
-    def run(self, like: Optional[Namer] = None) -> None:
+    # What the verdict reads of a side (:func:`_equivalence`); a recorded side (:mod:`.recording`) has the same.
+    def outputs(self) -> List[Tuple[str, Any]]:
+        """``(path, tensor or type name)`` for every value the forward returned (:func:`~.equivalence.flatten`)."""
+        return flatten(self.out)
+
+    def ref_outputs(self) -> Optional[List[Tuple[str, Any]]]:
+        """The same from the float64 run (``None`` without one)."""
+        return flatten(self.ref[0]) if self.ref is not None else None
+
+    def described(self) -> str:
+        """The output's structure in words, for error messages."""
+        return describe(self.out)
+
+    def run(self, like: Optional[Namer] = None, backward: bool = True, outputs_only_ok: bool = False) -> None:
         """Forward under the recorder (source lines, module paths), capture with named leaves (a tensor ``like``
         names too — the reference side's — with that name), and the gradient of every leaf with
-        ``torch.autograd.grad`` (no ``.grad`` is written)."""
+        ``torch.autograd.grad`` (no ``.grad`` is written). ``backward=False``: no gradients; ``outputs_only_ok``: a
+        result with no tensor that requires grad is kept as outputs only (an empty graph) instead of refused."""
         rec = Recorder()
         try:
             with rec:
@@ -178,6 +197,11 @@ class Side:
         finally:
             rec.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
         roots = loss_or_tensors(out)
+        if not roots and outputs_only_ok:
+            self.graph = GradGraph(nx.DiGraph(), new_meta([], title=self.label))
+            self.out, self.backward = out, False
+            self.no_backward_why = f"the forward returned {describe(out)} with no tensor that requires grad"
+            return
         if not roots:
             needs = [n for n, t in self.inputs.names if t.requires_grad]
             why = ("none of the tensor inputs requires grad: make the inputs you want gradients for require grad "
@@ -192,6 +216,9 @@ class Side:
         self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
                                         roots=roots, who="graphwidget.compare")
         self.leaves = leaf_tensors(roots)
+        if not backward:
+            self.out, self.backward, self.no_backward_why = out, False, "recorded without a backward"
+            return
         names = name_leaves(self.namer, self.leaves)
         unused = [(n, t) for n, t in self.inputs.names if t.requires_grad and all(t is not x for x in self.leaves)]
         try:
@@ -226,7 +253,8 @@ class Side:
         from .reference import run_float64
         wide = Inputs(args, kwargs, wide=True)
         try:
-            out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves)
+            out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves,
+                                              backward=self.backward)
         except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
             self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
             return
@@ -234,14 +262,14 @@ class Side:
 
 
 def _same_structure(a: Side, b: Side) -> None:
-    fa, fb = flatten(a.out), flatten(b.out)
+    fa, fb = a.outputs(), b.outputs()
     ka = [(p, isinstance(v, torch.Tensor)) for p, v in fa]
     kb = [(p, isinstance(v, torch.Tensor)) for p, v in fb]
     if ka != kb:
         raise StructureMismatch(
             f"graphwidget.compare: the two functions return different structures, so their outputs cannot be "
-            f"compared: {a.side} ({a.label!r}) returned {describe(a.out)}, {b.side} ({b.label!r}) returned "
-            f"{describe(b.out)}. "
+            f"compared: {a.side} ({a.label!r}) returned {a.described()}, {b.side} ({b.label!r}) returned "
+            f"{b.described()}. "
             f"Make both return the same kind of value (e.g. the loss tensor).")
 
 
@@ -264,14 +292,15 @@ def _precision(a: Side, b: Side) -> Precision:
 def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
     precision = _precision(a, b)
     rows = []
-    outs64 = [flatten(s.ref[0]) if s.ref is not None else None for s in (a, b)]
-    for k, ((p, va), (_, vb)) in enumerate(zip(flatten(a.out), flatten(b.out))):
+    outs64 = [s.ref_outputs() for s in (a, b)]
+    for k, ((p, va), (_, vb)) in enumerate(zip(a.outputs(), b.outputs())):
         if isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor):
             r64 = [o[k][1] if o is not None and k < len(o) and isinstance(o[k][1], torch.Tensor) else None
                    for o in outs64]
             rows.append(check(p, va.detach(), vb.detach(), precision, r64[0], r64[1], kind="output",
                               missing="no value"))
-    for i, j in pair(a.grads, b.grads):
+    without = [s for s in (a, b) if not s.backward]
+    for i, j in pair(a.grads, b.grads) if not without else ():
         ga = a.grads[i] if i is not None else None
         gb = b.grads[j] if j is not None else None
         name = (ga or gb)[0]  # type: ignore[index]
@@ -280,7 +309,11 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
         refs = [s.ref[1].get(g[1]) if s.ref is not None and g is not None else None for s, g in ((a, ga), (b, gb))]
         rows.append(check(f"grad {name}", ga[2] if ga else None, gb[2] if gb else None, precision, refs[0], refs[1],
                           kind="gradient", missing="no gradient"))
-    return summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
+    out = summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
+    if without:  # the verdict covers the outputs only, and says why
+        out["outputs_only"] = "; ".join(f"{s.side} ({s.label}): {s.no_backward_why or 'no backward'}"
+                                        for s in without)
+    return out
 
 
 # -- compare ----------------------------------------------------------------------------------------------------------

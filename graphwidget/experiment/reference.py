@@ -81,17 +81,17 @@ class DtypeCounter(TorchFunctionMode):
         return result
 
 
-def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor]
-                ) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Dict[str, int]]:
+def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
+                backward: bool = True) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Dict[str, int]]:
     """``fn`` on ``args``/``kwargs`` (float64 copies of the inputs) with ``tensors`` upcast: its output, each leaf
     with its gradient, and how many op results of each floating dtype its forward made (``{"float64": 40,
-    "float32": 1}``)."""
+    "float32": 1}``). ``backward=False``: the forward only (no leaves)."""
     counter, wide = DtypeCounter(), Float64()
     # The clean-up twice, each idempotent, the second in this frame around the call: a Ctrl-C can land after the
     # run's own clean-up was due and before it ran (on the line where a block is left, or as a Python __exit__ is
     # entered). A mode left on the stack would see every later torch call, and float64 would stay the default dtype.
     try:
-        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide)
+        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide, backward)
     finally:
         remove_mode(counter)
         wide.restore()
@@ -101,7 +101,8 @@ def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensor
 
 
 def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
-              counter: DtypeCounter, wide: Float64) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
+              counter: DtypeCounter, wide: Float64, backward: bool = True
+              ) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
     """:func:`run_float64`'s run: the forward under ``counter``, widened by ``wide``, then the gradients."""
     from ..capturing.roots import loss_or_tensors
     from .naming import leaf_tensors
@@ -112,6 +113,8 @@ def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors:
             out = uncompiled(fn)(*args, **kwargs)
         finally:
             remove_mode(counter)
+        if not backward:
+            return out, [], ()
         roots = loss_or_tensors(out)
         if not roots:
             raise ValueError("the float64 run returned no tensor that requires grad")

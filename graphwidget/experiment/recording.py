@@ -19,8 +19,9 @@ inputs are keyed by their name (an ``id`` means nothing in another process), so 
 
 Speed across recordings: each recording's plain runs are its own; two of them are compared only when both were
 timed on the same machine (fingerprint) and device, and the verdict says "not interleaved": the interval of the
-ratio of medians comes from each side's own median interval (a joint 95 % level), so it is wider than an
-interleaved comparison's, which cancels the drift between rounds.
+ratio of medians comes from each side's own range for its median (its median interval at a joint 95 % level,
+widened to the middle half of its runs), so it is wider than an interleaved comparison's, which cancels the drift
+between rounds that two recordings made at different times cannot.
 """
 from __future__ import annotations
 
@@ -667,14 +668,15 @@ def _provenance(r: Recording) -> Dict[str, Any]:
     return out
 
 
-def cross_timing(a: Recording, b: Recording, label_b: str, band: float = BAND
+def cross_timing(a: Recording, b: Recording, labels: Sequence[str], band: float = BAND
                  ) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """The speed verdict of two recordings' own plain runs (module docstring), or ``(None, why not)``."""
     from .speed import LEVEL, median_interval
     ta, tb = a.timing, b.timing
+    label_b = labels[1]
     if not ta or not tb:
         return None, ("speed not compared: " + ("neither recording was timed" if not ta and not tb else
-                                                f"only {'B' if not ta else 'A'} was timed") +
+                                                f"only {labels[1] if not ta else labels[0]} was timed") +
                       " (gw.record(..., profile=True))")
     if ta.get("machine") != tb.get("machine") or ta.get("device") != tb.get("device"):
         return None, (f"speed not compared: the recordings were timed on different machines or devices "
@@ -691,8 +693,8 @@ def cross_timing(a: Recording, b: Recording, label_b: str, band: float = BAND
         k = ("forward", "backward", "step").index(phase) + (3 if cpu else 0)
         xa, xb = [s[k] for s in sa], [s[k] for s in sb]
         ma, mb = _median(xa), _median(xb)
-        la_, ha = median_interval(xa, level)
-        lb_, hb = median_interval(xb, level)
+        la_, ha = _spread(xa, level, median_interval)
+        lb_, hb = _spread(xb, level, median_interval)
         ratio = mb / ma if ma > 0 else 0.0
         low = lb_ / ha if ha > 0 else 0.0
         high = hb / la_ if la_ > 0 else math.inf
@@ -714,7 +716,8 @@ def cross_timing(a: Recording, b: Recording, label_b: str, band: float = BAND
         "threads": ta.get("threads"), "threads_why": str(ta.get("threads_why")),
     }
     if ta.get("threads") != tb.get("threads"):
-        out["threads_why"] = f"A timed with {ta.get('threads')} threads, B with {tb.get('threads')}"
+        out["threads_why"] = (f"{labels[0]} timed with {ta.get('threads')} threads, {labels[1]} with "
+                              f"{tb.get('threads')}")
     for phase in ("step", "forward", "backward"):
         out[phase] = judge(phase, use_cpu)
     step = out["step"]
@@ -723,6 +726,17 @@ def cross_timing(a: Recording, b: Recording, label_b: str, band: float = BAND
     if not math.isfinite(out["high"]):
         return None, "speed not compared: a recording's timings are zero"
     return out, None
+
+
+def _spread(xs: Sequence[float], level: float, median_interval: Callable[..., Tuple[float, float]]
+            ) -> Tuple[float, float]:
+    """One recording's range for its median: its median interval, widened to the middle half of its runs. Runs
+    recorded at other times are not paired, so the drift of the machine's load between the two recordings is in
+    neither interval; the spread of one recording's runs is the least of what that drift may be."""
+    lo, hi = median_interval(xs, level)
+    v = sorted(xs)
+    q1, q3 = v[(len(v) - 1) // 4], v[-1 - (len(v) - 1) // 4]
+    return min(lo, q1), max(hi, q3)
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -793,7 +807,7 @@ def compare_recorded(a: Any, b: Any, *args: Any, labels: Optional[Sequence[str]]
     notes = _notes(ra, rb, la, lb)
     timing = None
     if profile or ra.timing or rb.timing:
-        timing, why = cross_timing(ra, rb, lb, band)
+        timing, why = cross_timing(ra, rb, (la, lb), band)
         if why:
             notes.append(why)
     equivalence["recordings"] = {"A": _provenance(ra), "B": _provenance(rb), "notes": notes}

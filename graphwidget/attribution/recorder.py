@@ -92,6 +92,9 @@ class Recorder:
         self.top_modules: List[torch.nn.Module] = []
         self._los: List[int] = []
         self._outer: List[Call] = []
+        #: optional ``before(func, args, kwargs)`` / ``after(func, out)`` observer of every call (compare's
+        #: per-node values: :class:`graphwidget.experiment.values.Tap`)
+        self.tap: Any = None
         self._intercept = Interception(InterceptMode(handle=self.run), self._around,
                                        (self._pre_hook, self._post_hook), (self._region_start, self._region_end))
 
@@ -126,6 +129,9 @@ class Recorder:
             lo = next_seq() if next_seq is not None else None
             token = timer[0]() if timer else None
         lines: Sequence[Tuple[int, int, str, int]] = ()
+        tap = self.tap
+        if tap is not None and start is None:
+            tap.before(func, args, kwargs)
         if timer is None and type(func) is FunctionType:
             # A Python-level API (F.multi_head_attention_forward) that reached the mode as one call: which of its
             # lines made which node. Never in a timed run (the line tracer would be in the time).
@@ -133,6 +139,8 @@ class Recorder:
         else:
             out = func(*args, **kwargs)
         ms = timer[1](token) if timer else None
+        if tap is not None and start is None:
+            tap.after(func, out)
         if lo is not None:
             hi = next_seq()
             if hi == lo:

@@ -43,6 +43,7 @@ from .equivalence import (
 )
 from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_names
 from .state import State, mutations
+from .values import Budget, Collector
 
 __all__ = ["compare", "CompareError", "StructureMismatch"]
 
@@ -171,6 +172,10 @@ class Side:
         #: requires grad, records the outputs only), and if not, why.
         self.backward = True
         self.no_backward_why: Optional[str] = None
+        #: per-node values for the divergence search (:mod:`.values`), when collected
+        self.collect: Optional[Collector] = None
+        #: the run advanced a random generator: the dtype it drew in (the float64 run then draws the same numbers)
+        self.draws: Optional[torch.dtype] = None
 
     # What the verdict reads of a side (:func:`_equivalence`); a recorded side (:mod:`.recording`) has the same.
     def outputs(self) -> List[Tuple[str, Any]]:
@@ -191,11 +196,18 @@ class Side:
         ``torch.autograd.grad`` (no ``.grad`` is written). ``backward=False``: no gradients; ``outputs_only_ok``: a
         result with no tensor that requires grad is kept as outputs only (an empty graph) instead of refused."""
         rec = Recorder()
+        collect = self.collect
+        rec.tap = collect.tap if collect is not None else None
+        rng = rng_states()
+        default = torch.get_default_dtype()
         try:
             with rec:
                 out = self.call(*self.inputs.args, **self.inputs.kwargs)
         finally:
             rec.close()  # again (idempotent): an interrupt inside the with block's exit leaves nothing behind
+            rec.tap = None
+        if not _same_states(rng, rng_states()):
+            self.draws = default
         roots = loss_or_tensors(out)
         if not roots and outputs_only_ok:
             self.graph = GradGraph(nx.DiGraph(), new_meta([], title=self.label))
@@ -221,6 +233,10 @@ class Side:
             return
         names = name_leaves(self.namer, self.leaves)
         unused = [(n, t) for n, t in self.inputs.names if t.requires_grad and all(t is not x for x in self.leaves)]
+        handles: List[Any] = []
+        if collect is not None:
+            collect.forward_done(roots, self.graph.nx.number_of_nodes())
+            handles = collect.hooks()
         try:
             got = torch.autograd.grad(roots, self.leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
                 if self.leaves else ()
@@ -228,6 +244,9 @@ class Side:
             raise CompareError(f"graphwidget.compare: the backward of side {self.side} ({self.label!r}) failed: "
                                f"{exc}. compare runs the backward itself: return the loss without calling "
                                f".backward() on it.", self.side) from exc
+        finally:
+            if collect is not None:
+                collect.backward_done(handles)
         local = self.namer.local
         self.grads = [(n, self.inputs.key(t), None if g is None else g.detach(), local.get(id(t), n))
                       for n, t, g in zip(names, self.leaves, got)]
@@ -254,11 +273,25 @@ class Side:
         wide = Inputs(args, kwargs, wide=True)
         try:
             out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves,
-                                              backward=self.backward)
+                                              collect=self.collect, draws=self.draws, backward=self.backward)
         except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
             self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if self.collect is not None:
+                self.collect.finish()
             return
         self.ref = (out, {wide.key(t): g for t, g in leaves}, dtypes)
+
+
+def rng_states() -> List[torch.Tensor]:
+    """The CPU generator's state and every initialised CUDA generator's (to see whether a run drew numbers)."""
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states.extend(torch.cuda.get_rng_state_all())
+    return states
+
+
+def _same_states(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
 
 
 def _same_structure(a: Side, b: Side) -> None:
@@ -289,7 +322,7 @@ def _precision(a: Side, b: Side) -> Precision:
     return Precision("float64", EPS[run], EPS[ref], run, ref, eps_last=EPS[last])
 
 
-def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
+def _equivalence(a: Side, b: Side, by_graph: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     precision = _precision(a, b)
     rows = []
     outs64 = [s.ref_outputs() for s in (a, b)]
@@ -300,7 +333,7 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
             rows.append(check(p, va.detach(), vb.detach(), precision, r64[0], r64[1], kind="output",
                               missing="no value"))
     without = [s for s in (a, b) if not s.backward]
-    for i, j in pair(a.grads, b.grads) if not without else ():
+    for i, j in pair(a.grads, b.grads, by_graph) if not without else ():
         ga = a.grads[i] if i is not None else None
         gb = b.grads[j] if j is not None else None
         name = (ga or gb)[0]  # type: ignore[index]
@@ -319,7 +352,8 @@ def _equivalence(a: Side, b: Side) -> Dict[str, Any]:
 # -- compare ----------------------------------------------------------------------------------------------------------
 def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
             profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
-            threads: Optional[int] = None, advise: bool = True, memory: bool = False, **kwargs: Any) -> Diff:
+            threads: Optional[int] = None, advise: bool = True, memory: bool = False, divergence: Any = True,
+            **kwargs: Any) -> Diff:
     """Run ``fn_a(*args, **kwargs)`` and ``fn_b(*args, **kwargs)``, each on its own copy of the inputs, and return the
     :class:`~graphwidget.Diff` of their autograd graphs with both verdicts.
 
@@ -340,6 +374,13 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     **Smaller?** (``memory=True``; ``d.memory``): one more plain step of each side, its allocator peak measured
     (CUDA: ``max_memory_allocated``; CPU: ``torch.profiler``'s memory events), reported beside the step time.
 
+    **Where do they part?** (``divergence=True``; ``d.divergence``, ``d.divergences``): each side's per-node
+    forward values and incoming gradients are kept during the same runs (:mod:`.values`), and
+    :func:`.divergence.find_divergence` names the first matched node pair whose values differ beyond rounding while
+    what flows into it agrees (``None`` when the sides are equivalent). ``divergence`` may also be a number of bytes:
+    the budget of exact values (default a share of the free memory; beyond it values are compared by digests).
+    ``False`` skips it.
+
     ``advise=True`` runs the advisor on both graphs (``d.a.findings``; the view shows what B resolved).
 
     The caller's tensors, ``.grad``, parameters, buffers, RNG state, grad mode and default dtype are left as they
@@ -358,19 +399,29 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
             raise TypeError(f"graphwidget.compare: fn_{side.lower()} ({label!r}) must be callable (a function or an "
                             f"nn.Module); got {type(fn).__name__}. Call it as gw.compare(fn_a, fn_b, *inputs).")
     check_options(profile, repeat, band, budget, threads)
+    values_budget = check_divergence(divergence)
     sides, state, saved_grads = prepare(((fn_a, "A", la), (fn_b, "B", lb)), args, kwargs)
     a, b = sides
+    if divergence is not False:
+        from ..attribution.memory import device_of
+        shared = Budget.default(device_of(fn_a, args, kwargs)) if values_budget is None else Budget(values_budget)
+        for s in sides:
+            s.collect = Collector(shared)
     timing = None
     try:
         try:
             run_sides(sides, state, args, kwargs)
-            equivalence = _equivalence(a, b)
-            if profile:
-                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
-            peaks = peaks_of(sides, state, fn_a, args, kwargs) if memory else None
             assert a.graph is not None and b.graph is not None
             a.graph.output, b.graph.output = a.out, b.out
-            d = build(a.graph, b.graph, (la, lb), equivalence=equivalence, timing=timing)
+            d = build(a.graph, b.graph, (la, lb))
+            equivalence = _equivalence(a, b, leaf_pairs(d))
+            d.equivalence = equivalence
+            if divergence is not False:
+                attach_divergence(d, a, b)
+            if profile:
+                timing = _time(a, b, state, repeat, band, budget, threads, fn_a, args, kwargs)
+            d.timing = timing
+            peaks = peaks_of(sides, state, fn_a, args, kwargs) if memory else None
             d.memory = peaks
         finally:
             _restore(state, saved_grads)
@@ -379,6 +430,52 @@ def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labe
     if advise:
         advise_graphs([d.a, d.b])
     return d
+
+
+def check_divergence(divergence: Any) -> Optional[int]:
+    """``divergence=``: ``True``/``False``, or a budget in bytes (returned; ``None`` for the default)."""
+    if isinstance(divergence, bool):
+        return None
+    if isinstance(divergence, int) and divergence > 0:
+        return divergence
+    raise ValueError(f"graphwidget.compare: divergence must be True (find where the sides part), False (skip it) or "
+                     f"a budget of bytes > 0 for the exact per-node values; got {divergence!r}.")
+
+
+def leaf_pairs(d: Diff) -> Dict[str, str]:
+    """A's leaf name -> B's, for every matched pair of named leaves (``AccumulateGrad``): parameters and inputs
+    paired through the matched graph, whatever they are called."""
+    out: Dict[str, str] = {}
+    for x, y in d.matched:
+        na, nb = d.a.nx.nodes[x], d.b.nx.nodes[y]
+        if na.get("op") == "AccumulateGrad" and nb.get("op") == "AccumulateGrad":
+            ta, tb = na.get("tensor"), nb.get("tensor")
+            if isinstance(ta, dict) and isinstance(tb, dict) and ta.get("name") and tb.get("name"):
+                out.setdefault(ta["name"], tb["name"])
+    return out
+
+
+def attach_divergence(d: Diff, a: Side, b: Side) -> None:
+    """``d.divergence`` / ``d.divergences`` / ``d.unpaired`` from the two sides' collected values."""
+    from .divergence import find_divergence, structure_notes
+    if a.collect is None or b.collect is None:
+        return
+    va, vb = a.collect.values, b.collect.values
+    a.collect.finish()
+    b.collect.finish()
+    first, found = find_divergence(d.a, va, d.b, vb, d.matched, _precision(a, b))
+    d.divergences = found
+    d.divergence = None if d.equivalent else first
+    notes = list(dict.fromkeys(va.notes + [f"B: {n}" for n in vb.notes]))
+    budget = a.collect.budget
+    if budget is not None:
+        from .values import budget_note
+        words = budget_note(budget)
+        if words:
+            notes.append(words)
+    d.unpaired = structure_notes(d.a, d.b, d.matched)
+    d.unpaired["notes"] = notes
+    a.collect = b.collect = None
 
 
 def check_options(profile: Any, repeat: Any, band: Any, budget: Any, threads: Any) -> None:

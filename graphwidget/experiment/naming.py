@@ -210,16 +210,29 @@ def name_leaves(namer: Namer, leaves: Sequence[torch.Tensor]) -> List[str]:
 Entry = Tuple[str, Any, Any, str]  # (name, identity key, gradient, name within its module)
 
 
-def pair(a: Sequence[Entry], b: Sequence[Entry]) -> List[Tuple[Optional[int], Optional[int]]]:
+def pair(a: Sequence[Entry], b: Sequence[Entry], by_graph: Optional[Mapping[str, str]] = None
+         ) -> List[Tuple[Optional[int], Optional[int]]]:
     """Pairs of indices into ``a`` and ``b`` (``None``: no partner): by identity key (the same tensor, or the same
-    input argument), then by full name, then by name within the module — a name only where it is unique among the
-    entries still unpaired on both sides. In ``a``'s order, then ``b``'s leftovers."""
+    input argument), then through the matched graph (``by_graph``: A's leaf name -> the name of the B leaf matched
+    to it: a port's own copy of the weights under other names), then by full name, then by name within the module
+    — a name only where it is unique among the entries still unpaired on both sides. In ``a``'s order, then
+    ``b``'s leftovers."""
     partner: Dict[int, int] = {}
     b_by_key = {e[1]: j for j, e in enumerate(b)}
     for i, e in enumerate(a):
         j = b_by_key.get(e[1])
         if j is not None and j not in partner.values():
             partner[i] = j
+    if by_graph:
+        b_by_name = {e[0]: j for j, e in enumerate(b)}
+        used = set(partner.values())
+        for i, e in enumerate(a):
+            if i in partner:
+                continue
+            j = b_by_name.get(by_graph.get(e[0], ""))
+            if j is not None and j not in used:
+                partner[i] = j
+                used.add(j)
     for field_ in (0, 3):
         left_a = [i for i in range(len(a)) if i not in partner]
         used = set(partner.values())

@@ -40,9 +40,19 @@ from ..analysis.diff.result import Diff, build, check_labels
 from ..analysis.diff.verdicts import BAND, labelled, speed_verdict
 from ..model import io, recfile
 from ..model.graph import GradGraph
-from .compare import Side, _equivalence, _restore, _same_structure, advise_graphs, prepare
+from .compare import (
+    Side,
+    _equivalence,
+    _restore,
+    _same_structure,
+    advise_graphs,
+    attach_divergence,
+    leaf_pairs,
+    prepare,
+)
 from .equivalence import lowest_precision
 from .state import mutations
+from .values import Budget, Collector, SideValues, budget_note
 
 __all__ = ["Recording", "RecordedSide", "record", "load_recording", "compare_recorded", "is_recorded",
            "NOT_INTERLEAVED"]
@@ -51,6 +61,9 @@ __all__ = ["Recording", "RecordedSide", "record", "load_recording", "compare_rec
 NOT_INTERLEAVED = "not interleaved"
 #: Inputs up to this many bytes are kept in a recording (so ``gw.compare(rec, fn)`` can run ``fn`` on them).
 INPUT_BUDGET = 256 * 1024 * 1024
+#: Bytes of exact per-node values (forward values and incoming gradients, run dtype and float64) a recording keeps
+#: by default for the divergence search; beyond them, values are kept as digests (:mod:`.values`).
+VALUES_BUDGET = 256 * 1024 * 1024
 
 _DTYPES: Dict[torch.dtype, str] = {
     torch.bool: "BOOL", torch.uint8: "U8", torch.int8: "I8", torch.int16: "I16", torch.float16: "F16",
@@ -272,6 +285,8 @@ class Recording:
         self.params: Dict[str, str] = {}
         self.env: Dict[str, Any] = {}
         self.timing: Optional[Dict[str, Any]] = None
+        #: per-node values for the divergence search (``None``: recorded with ``values=False``)
+        self.values: Optional[SideValues] = None
         self.path: Optional[Path] = None
 
     # -- what compare reads ---------------------------------------------------------------------------------------
@@ -332,6 +347,10 @@ class Recording:
             ref = {"outputs": [put(f"ref/out/{k}", v) for k, v in enumerate(self.ref_outputs)],
                    "grads": [[list(key), put(f"ref/grad/{k}", g)] for k, (key, g) in enumerate(self.ref_grads.items())],
                    "dtypes": dict(self.ref_dtypes)}
+        values = None
+        if self.values is not None:
+            values = {"notes": list(self.values.notes),
+                      "tensors": [put(f"values/{k}", t) for k, t in self.values.to_tensors().items()]}
         stored = None
         if self._stored_inputs is not None:
             skel, ts = self._stored_inputs
@@ -342,6 +361,7 @@ class Recording:
             "no_backward_why": self.no_backward_why, "ref": ref, "ref_error": self.ref_error,
             "mutated": list(self.mutated), "inputs": self.inputs, "stored_inputs": stored,
             "inputs_not_kept": self.inputs_not_kept, "params": self.params, "timing": self.timing,
+            "values": values,
         }
         blobs: Dict[str, recfile.Blob] = {
             "_record": ("U8", [0], json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()),
@@ -362,12 +382,20 @@ class RecordedSide:
     def __init__(self, rec: Recording, side: str, label: str) -> None:
         self.rec, self.side, self.label = rec, side, label
         self.graph = rec.graph
-        self.grads = rec.grads
+        # A tensor key names a tensor of this process only: two recordings never share a tensor, so their
+        # parameters pair as two separate copies do in one process (through the matched graph, then by name).
+        def own(key: Key) -> Key:
+            return ("tensor", (side, key[1])) if key[0] == "tensor" else key
+
+        self.grads = [(n, own(k), g, local) for n, k, g, local in rec.grads]
         self.mutated = rec.mutated
         self.backward, self.no_backward_why = rec.backward, rec.no_backward_why
         self.ref_error = rec.ref_error
         self.ref: Optional[Tuple[Any, Dict[Key, Optional[torch.Tensor]], Dict[str, int]]] = \
-            None if rec.ref_outputs is None else (None, rec.ref_grads, rec.ref_dtypes)
+            None if rec.ref_outputs is None else (None, {own(k): g for k, g in rec.ref_grads.items()},
+                                                  rec.ref_dtypes)
+        #: the values the recording kept, where a live side has its collector (:func:`~.compare.attach_divergence`)
+        self.collect = _Kept(rec.values) if rec.values is not None else None
 
     def outputs(self) -> List[Tuple[str, Any]]:
         return list(self.rec.outputs)
@@ -381,6 +409,18 @@ class RecordedSide:
 
     def described(self) -> str:
         return self.rec.described
+
+
+class _Kept:
+    """Values collected when the recording was made, read as a finished :class:`~.values.Collector` is."""
+
+    budget: Optional[Budget] = None  # what the budget left out is already in the values' notes
+
+    def __init__(self, values: SideValues) -> None:
+        self.values = values
+
+    def finish(self) -> None:
+        """Nothing to drop: the runs ended when the recording was made."""
 
 
 def from_side(s: Side, label: str, args: Sequence[Any], kwargs: Mapping[str, Any], device: torch.device,
@@ -438,7 +478,7 @@ def from_side(s: Side, label: str, args: Sequence[Any], kwargs: Mapping[str, Any
 # -- record --------------------------------------------------------------------------------------------------------
 def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, backward: bool = True,
            profile: bool = False, budget: float = 3.0, threads: Optional[int] = None, keep_inputs: bool = True,
-           **kwargs: Any) -> Recording:
+           values: Any = True, **kwargs: Any) -> Recording:
     """Run ``fn(*args, **kwargs)`` once, forward and backward, as :func:`graphwidget.compare` runs one side, and keep
     what a later comparison needs (:class:`Recording`; module docstring): ``rec.save("a.gwrec")``, then in another
     process, commit or environment ``gw.compare("a.gwrec", "b.gwrec")``.
@@ -446,9 +486,11 @@ def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, back
     ``backward=False`` (or a forward with no tensor that requires grad) records the outputs only: a comparison
     then judges the outputs and says so. ``profile=True`` adds plain timings of the step (``budget`` seconds;
     ``threads`` as for compare), for a speed verdict against a recording timed on the same machine.
-    ``keep_inputs=False`` keeps only the inputs' digest (else plain tensor inputs up to :data:`INPUT_BUDGET` bytes
-    are kept, so ``gw.compare(rec, fn_b)`` can run ``fn_b`` on them). The caller's tensors, ``.grad``, parameters,
-    RNG state, grad mode and default dtype are left as they were.
+    ``values``: keep the per-node values for the divergence search (``True``: up to :data:`VALUES_BUDGET` bytes of
+    exact values, digests beyond; a number: that budget in bytes; ``False``: none, the comparison then has no
+    divergence). ``keep_inputs=False`` keeps only the inputs' digest (else plain tensor inputs up to
+    :data:`INPUT_BUDGET` bytes are kept, so ``gw.compare(rec, fn_b)`` can run ``fn_b`` on them). The caller's
+    tensors, ``.grad``, parameters, RNG state, grad mode and default dtype are left as they were.
 
     >>> rec = gw.record(model, x)                       # doctest: +SKIP
     >>> rec.save("main.gwrec")                          # doctest: +SKIP
@@ -461,6 +503,8 @@ def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, back
     if not isinstance(backward, bool):
         raise TypeError(f"graphwidget.record: backward must be True or False; got {backward!r}.")
     check_options(profile, 1, BAND, budget, threads)
+    if not (isinstance(values, bool) or (isinstance(values, int) and values > 0)):
+        raise ValueError(f"graphwidget.record: values must be True, False or a budget of bytes > 0; got {values!r}.")
     lab = label if label is not None else (getattr(fn, "__name__", None) or type(fn).__name__)
     if not isinstance(lab, str) or not lab:
         raise ValueError(f"graphwidget.record: label must be a non-empty string; got {label!r}.")
@@ -468,6 +512,10 @@ def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, back
     digest_before = input_digest(args, kwargs)  # of the caller's values, before anything runs
     sides, state, saved_grads = prepare([(fn, "A", lab)], args, kwargs)
     s = sides[0]
+    shared = None
+    if values is not False:
+        shared = Budget(VALUES_BUDGET if values is True else int(values))
+        s.collect = Collector(shared)
     timing = None
     try:
         try:
@@ -481,6 +529,15 @@ def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, back
                 timing = _time_one(s, state, budget, threads, device)
             state.reset()
             rec = from_side(s, lab, args, kwargs, device, keep_inputs)
+            if s.collect is not None:
+                kept = s.collect.values
+                s.collect.finish()
+                words = budget_note(shared) if shared is not None else None
+                if words:
+                    kept.notes.append(words.replace("pass divergence=<bytes> to gw.compare",
+                                                    "pass values=<bytes> to gw.record"))
+                rec.values = _cpu_values(kept)
+                s.collect = None
         finally:
             _restore(state, saved_grads)
     finally:
@@ -488,6 +545,11 @@ def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, back
     rec.inputs = digest_before
     rec.timing = timing
     return rec
+
+
+def _cpu_values(v: SideValues) -> SideValues:
+    """The values on the CPU, detached (what a file holds, and what a comparison of recordings reads)."""
+    return SideValues.from_tensors({k: _plain(t) for k, t in v.to_tensors().items()}, v.notes)
 
 
 def _time_one(s: Side, state: Any, budget: float, threads: Optional[int], device: torch.device) -> Dict[str, Any]:
@@ -592,6 +654,18 @@ def load_recording(path: Any) -> Recording:
     timing = doc.get("timing")
     _need(timing is None or (isinstance(timing, dict) and isinstance(timing.get("samples"), list)), path, "timing")
     rec.timing = timing
+    vals = doc.get("values")
+    if vals is not None:
+        _need(isinstance(vals, dict) and isinstance(vals.get("tensors"), list)
+              and isinstance(vals.get("notes"), list), path, "per-node values")
+        got = {}
+        for n in vals["tensors"]:
+            _need(isinstance(n, str) and n.startswith("values/"), path, "per-node values")
+            got[n[len("values/"):]] = _tensor(c, n, path)
+        try:
+            rec.values = SideValues.from_tensors(got, [str(x) for x in vals["notes"]])
+        except ValueError as exc:
+            raise recfile._fail(path, str(exc)) from None
     return rec
 
 
@@ -791,7 +865,7 @@ def compare_recorded(a: Any, b: Any, *args: Any, labels: Optional[Sequence[str]]
                 raise ValueError(problem)
         live = record(fn, *args, label=getattr(fn, "__name__", None) or type(fn).__name__,
                       backward=known.backward, profile=profile and known.timing is not None, budget=budget,
-                      threads=threads, keep_inputs=False, **kwargs)
+                      threads=threads, keep_inputs=False, values=known.values is not None, **kwargs)
         ra, rb = (ra, live) if ra is not None else (live, rb)
     assert ra is not None and rb is not None
     if labels is None:
@@ -803,15 +877,21 @@ def compare_recorded(a: Any, b: Any, *args: Any, labels: Optional[Sequence[str]]
         raise ValueError(problem)
     sa, sb = RecordedSide(ra, "A", la), RecordedSide(rb, "B", lb)
     _same_structure(sa, sb)  # type: ignore[arg-type]  # a StructureMismatch, as between two live sides
-    equivalence = _equivalence(sa, sb)  # type: ignore[arg-type]
+    d = build(ra.graph, rb.graph, (la, lb))
+    equivalence = _equivalence(sa, sb, leaf_pairs(d))  # type: ignore[arg-type]
+    d.equivalence = equivalence
+    attach_divergence(d, sa, sb)  # type: ignore[arg-type]  # nothing when a side kept no values
     notes = _notes(ra, rb, la, lb)
     timing = None
     if profile or ra.timing or rb.timing:
         timing, why = cross_timing(ra, rb, (la, lb), band)
         if why:
             notes.append(why)
+    if (ra.values is None) != (rb.values is None):
+        notes.append(f"no divergence search: {la if ra.values is None else lb} was recorded without its per-node "
+                     f"values (gw.record(..., values=False))")
     equivalence["recordings"] = {"A": _provenance(ra), "B": _provenance(rb), "notes": notes}
-    d = build(ra.graph, rb.graph, (la, lb), equivalence=equivalence, timing=timing)
+    d.timing = timing
     if advise:
         advise_graphs([d.a, d.b])
     return d

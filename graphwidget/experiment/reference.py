@@ -82,17 +82,28 @@ class DtypeCounter(TorchFunctionMode):
 
 
 def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
-                backward: bool = True) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Dict[str, int]]:
+                collect: Any = None, draws: Optional[torch.dtype] = None, backward: bool = True
+                ) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Dict[str, int]]:
     """``fn`` on ``args``/``kwargs`` (float64 copies of the inputs) with ``tensors`` upcast: its output, each leaf
     with its gradient, and how many op results of each floating dtype its forward made (``{"float64": 40,
-    "float32": 1}``). ``backward=False``: the forward only (no leaves)."""
+    "float32": 1}``). ``backward=False``: the forward only (no leaves).
+
+    ``collect``: a :class:`~.values.Collector` that keeps the run's per-node values. ``draws``: the dtype the side's
+    own run drew its random numbers in (it advanced the generator): random calls then draw in that dtype and are
+    widened (:func:`same_draws`), so the reference sees the same numbers as the run."""
+    if draws is not None and collect is None:
+        from .values import Collector
+        collect = Collector(None)
+        collect.nodes = None  # no values: the mode only redraws
     counter, wide = DtypeCounter(), Float64()
     # The clean-up twice, each idempotent, the second in this frame around the call: a Ctrl-C can land after the
     # run's own clean-up was due and before it ran (on the line where a block is left, or as a Python __exit__ is
     # entered). A mode left on the stack would see every later torch call, and float64 would stay the default dtype.
     try:
-        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide, backward)
+        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide, collect, draws, backward)
     finally:
+        if collect is not None:
+            collect.reference_stop()
         remove_mode(counter)
         wide.restore()
     for t in leaves:
@@ -101,17 +112,22 @@ def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensor
 
 
 def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
-              counter: DtypeCounter, wide: Float64, backward: bool = True
-              ) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
-    """:func:`run_float64`'s run: the forward under ``counter``, widened by ``wide``, then the gradients."""
+              counter: DtypeCounter, wide: Float64, collect: Any = None, draws: Optional[torch.dtype] = None,
+              backward: bool = True) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
+    """:func:`run_float64`'s run: the forward under ``counter`` (and ``collect``'s mode), widened by ``wide``,
+    then the gradients (none with ``backward=False``)."""
     from ..capturing.roots import loss_or_tensors
     from .naming import leaf_tensors
     try:
         wide.widen(tensors)
         push_mode(counter)
         try:
+            if collect is not None:
+                collect.reference_start(same_draws(draws) if draws is not None else None)
             out = uncompiled(fn)(*args, **kwargs)
         finally:
+            if collect is not None:
+                collect.reference_stop()
             remove_mode(counter)
         if not backward:
             return out, [], ()
@@ -119,8 +135,61 @@ def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors:
         if not roots:
             raise ValueError("the float64 run returned no tensor that requires grad")
         leaves = leaf_tensors(roots)
-        grads = torch.autograd.grad(roots, leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
-            if leaves else ()
+        handles: List[Any] = []
+        if collect is not None:
+            collect.reference_forward_done(roots)
+            handles = collect.reference_hooks()
+        try:
+            grads = torch.autograd.grad(roots, leaves, [torch.ones_like(r) for r in roots], allow_unused=True) \
+                if leaves else ()
+        finally:
+            if collect is not None:
+                collect.reference_done(handles)
     finally:
         wide.restore()
     return out, leaves, grads
+
+
+#: Random calls that create numbers of the default (or a given) floating dtype.
+_CREATE = {"rand", "randn"}
+#: Random calls shaped like a tensor argument.
+_LIKE = {"rand_like", "randn_like"}
+#: In-place random fills of a tensor.
+_FILL = {"uniform_", "normal_", "bernoulli_", "exponential_", "cauchy_", "log_normal_", "geometric_"}
+#: Calls that multiply a tensor by a random mask.
+_MASK = {"dropout", "feature_dropout", "dropout1d", "dropout2d", "dropout3d"}
+
+
+def same_draws(run_dtype: torch.dtype) -> Callable[[Any, Sequence[Any], Any], Any]:
+    """A call wrapper for the float64 run of a side that drew random numbers: each random call draws in
+    ``run_dtype`` (what the side's run drew in, from the same generator state) and the result is widened, so both
+    runs see the same numbers; a generator draws other numbers for other dtypes, and a float64 reference that drew
+    its own would differ from the run by the draws, not by rounding."""
+    wide = torch.float64
+
+    def call(func: Any, args: Sequence[Any], kwargs: Any) -> Any:
+        name = getattr(func, "__name__", "")
+        kwargs = dict(kwargs or {})
+        if name in _CREATE and kwargs.get("dtype") in (None, wide):
+            kwargs["dtype"] = run_dtype
+            grad = kwargs.pop("requires_grad", False)
+            return func(*args, **kwargs).to(wide).requires_grad_(grad)
+        if name in _LIKE and args and isinstance(args[0], torch.Tensor) and args[0].dtype == wide \
+                and kwargs.get("dtype") in (None, wide):
+            with torch.no_grad():
+                like = torch.empty_like(args[0], dtype=run_dtype)
+            return func(like, *args[1:], **kwargs).to(wide)
+        if name in _FILL and args and isinstance(args[0], torch.Tensor) and args[0].dtype == wide:
+            with torch.no_grad():
+                tmp = torch.empty_like(args[0], dtype=run_dtype)
+                getattr(tmp, name)(*args[1:], **kwargs)
+                return args[0].copy_(tmp)
+        if name in _MASK and args and isinstance(args[0], torch.Tensor) and args[0].dtype == wide:
+            x = args[0]
+            inplace = bool(kwargs.pop("inplace", False))
+            with torch.no_grad():
+                mask = func(torch.ones_like(x, dtype=run_dtype), *args[1:], **kwargs).to(wide)
+            return x.mul_(mask) if inplace else x * mask
+        return func(*args, **kwargs)
+
+    return call

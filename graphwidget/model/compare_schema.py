@@ -71,6 +71,7 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
                                   f"its fields.")
             once.add(c[0])
     _check_diff_summary(doc.get("summary"))
+    _check_divergences(doc.get("summary"), ids_a, ids_b)
     for key in ("changes", "findings"):
         v = doc.get(key)
         if v is not None and (not isinstance(v, dict) or not _plain(v, 1)):
@@ -132,6 +133,27 @@ def _values_object(v: Any, at: str, what: str, ok: Callable[[Any], bool], expect
         raise SchemaError(f"{at}.{bad} must be {expected} or null; got {_show(v[bad])}.")
 
 
+def _check_divergences(summary: Any, ids_a: set, ids_b: set) -> None:
+    """``summary.divergence`` (an object or null) and ``summary.divergences`` (a list of such objects): each names
+    nodes ``a`` and ``b`` of the two graphs."""
+    if not isinstance(summary, dict):
+        return
+    first = summary.get("divergence")
+    rows = summary.get("divergences")
+    if first is not None and not isinstance(first, dict):
+        raise SchemaError(f"summary.divergence must be an object or null; got {_show(first)}.")
+    if rows is not None and not isinstance(rows, list):
+        raise SchemaError(f"summary.divergences must be a list of objects; got {_show(rows)}.")
+    for at, r in [("summary.divergence", first)] + [(f"summary.divergences[{j}]", r) for j, r in
+                                                     enumerate(rows or [])]:
+        if r is None and at == "summary.divergence":
+            continue
+        if not isinstance(r, dict) or r.get("a") not in ids_a or r.get("b") not in ids_b \
+                or not _nonneg_int(r.get("a")) or not _nonneg_int(r.get("b")):
+            raise SchemaError(f"{at} must be an object whose \"a\" and \"b\" are node ids of graphs A and B; got "
+                              f"{_show(r)}.")
+
+
 def _check_diff_summary(summary: Any) -> None:
     if summary is None:
         return
@@ -145,6 +167,13 @@ def _check_diff_summary(summary: Any) -> None:
             _values_object(v, at, "totals (nodes, edges, saved_bytes, ...)", _is_num, "a finite number")
         elif key == "counts":
             _values_object(v, at, "counts (matched, changed, added, removed)", _nonneg_int, "a non-negative integer")
+        elif key in ("divergence", "divergences", "unpaired"):
+            # gw.compare's divergence search (docs/diff.md): plain JSON; a record's node ids are checked against
+            # the graphs by _check_divergences
+            if not isinstance(v, (dict, list)):
+                raise SchemaError(f"{at} must be an object, a list or null; got {_show(v)}.")
+            if not _plain(v, 4):
+                raise SchemaError(_plain_text(v, at, 4))
         elif key in ("timing", "equivalence"):
             # their contents are being redesigned: only plain JSON is required here, not a key set
             if not isinstance(v, dict):

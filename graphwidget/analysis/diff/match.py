@@ -1,7 +1,10 @@
 """Which node of graph A is which node of graph B: GumTree's phases adapted to autograd DAGs (``docs/diff.md``).
 
-1. **Anchors** — the roots (one each: paired whatever they are; several: same op and shapes, in order, but only
-   among those phases 2 and 3 leave unmatched); leaves with leaves of the same name (``compare`` names inputs by
+1. **Anchors** — the roots (one each: paired when they are the same op on the same shapes and input slots; several:
+   same op and shapes, in order, but only among those phases 2 and 3 leave unmatched; a lone root left unmatched
+   at the end pairs with the other lone root of the same output shapes: roots are paired by the same evidence as any
+   other node first, so ``(x @ w).tanh()`` against ``(x @ w).tanh() * 2.0`` pairs the two tanh and
+   reports the multiplication as added); leaves with leaves of the same name (``compare`` names inputs by
    argument position or keyword, parameters by their module path), else unnamed leaves of the same shape and dtype
    in order when both graphs have as many of them.
 2. **Identical sub-DAGs** — a structural hash of what flows *in* (op, output shapes, the hashes of the inputs in slot
@@ -114,10 +117,12 @@ def _free(matched: List[int], among: Optional[List[int]] = None) -> List[int]:
 
 # -- 1. anchors ---------------------------------------------------------------------------------------------------
 def _anchor_roots(m: Matching) -> None:
-    """One root each: they are the outputs, paired whatever they are. Several are left to the hashes first
-    (:func:`_roots_in_order` pairs what the other phases leave)."""
+    """One root each, of the same op on the same shapes and slots (the same label): they are the outputs, paired.
+    Otherwise the roots are left to the hashes like any node (:func:`_roots_in_order` pairs what the other phases
+    leave)."""
     A, B = m.A, m.B
-    if len(A.roots) == 1 and len(B.roots) == 1 and m.ab[A.roots[0]] < 0 and m.ba[B.roots[0]] < 0:
+    if len(A.roots) == 1 and len(B.roots) == 1 and m.ab[A.roots[0]] < 0 and m.ba[B.roots[0]] < 0 \
+            and A.label[A.roots[0]] == B.label[B.roots[0]]:
         m.add(A.roots[0], B.roots[0], "anchor")
 
 
@@ -140,6 +145,12 @@ def _roots_in_order(m: Matching) -> None:
         if len(ra) == len(rb):
             for a, b in zip(ra, rb):
                 m.add(a, b, "anchor")
+    if len(A.roots) == 1 and len(B.roots) == 1:
+        a, b = A.roots[0], B.roots[0]
+        # a lone root each, both still unmatched when nothing else pairs them, with the same output shapes: the
+        # two outputs (sum against mean at the very end, a compiled region's one node against the eager output)
+        if ab[a] < 0 and ba[b] < 0 and A.shape[a] == B.shape[b]:
+            m.add(a, b, "anchor")
 
 
 def _anchor_leaves(m: Matching) -> None:

@@ -54,6 +54,12 @@ class Diff:
         self.timing = timing
         #: ``gw.compare(..., memory=True)``: ``{"peak": [a, b], "source", "measured": True}``; else None
         self.memory: Optional[Dict[str, Any]] = None
+        #: the first node pair where the sides part (``gw.compare``; ``None`` when equivalent or not searched)
+        self.divergence: Optional[Dict[str, Any]] = None
+        #: every divergent pair in order, inherited ones marked (``[]`` when not searched)
+        self.divergences: List[Dict[str, Any]] = []
+        #: what could not be compared one to one (matched pairs of other shapes, leaves without a counterpart)
+        self.unpaired: Optional[Dict[str, Any]] = None
         self._ab = dict(self.matched)
         self._ba = {y: x for x, y in self.matched}
         self._changed_a = {x: f for x, _, f in self.changed}
@@ -120,6 +126,10 @@ class Diff:
                "equivalence": self.equivalence,
                "counts": {"matched": len(self.matched), "changed": len(self.changed), "added": len(self.added),
                           "removed": len(self.removed)}}
+        if self.divergences or self.divergence is not None or self.unpaired is not None:
+            out["divergence"] = self.divergence
+            out["divergences"] = self.divergences
+            out["unpaired"] = self.unpaired
         out["sentence"] = sentence(self, out)
         from .memory import memory_summary
         mem = memory_summary(self)
@@ -363,4 +373,8 @@ def _from_dict(cls: type, data: Any, who: str) -> Diff:
             added=data["added"], equivalence=summary.get("equivalence"), timing=summary.get("timing"))
     from .memory import clean_measured
     d.memory = clean_measured(summary.get("memory"))
+    div, rows, unpaired = summary.get("divergence"), summary.get("divergences"), summary.get("unpaired")
+    d.divergence = div if isinstance(div, dict) else None
+    d.divergences = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    d.unpaired = unpaired if isinstance(unpaired, dict) else None
     return d

@@ -83,11 +83,50 @@ def decided_text(t: Dict[str, Any], band: float = BAND) -> Optional[str]:
     return None
 
 
-def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B")) -> Optional[str]:
+def _short(source: Any) -> Optional[str]:
+    """``model.py:88`` of a node's ``source`` (``/home/me/pkg/model.py:88``)."""
+    if not isinstance(source, str) or not source:
+        return None
+    return source.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def divergence_text(div: Any, labels: Any = ("A", "B")) -> Optional[str]:
+    """Where the sides part, in words: ``"first differs at model.py:88 (SoftmaxBackward0, blocks.2.attn)"``,
+    ``"parameter blocks.3.fc.weight differs"``, ``"gradient path cut at model.py:40 (AddBackward0, layers.2): B
+    does not differentiate through input 0 (.detach(), .data or no_grad?)"``; ``None`` without a divergence record
+    (:func:`graphwidget.experiment.divergence.find_divergence`'s form)."""
+    if not isinstance(div, dict):
+        return None
+    if div.get("kind") == "parameter":
+        na, nb = div.get("name_a"), div.get("name_b")
+        name = na if not nb or nb == na else f"{na} (B: {nb})"
+        return f"parameter {name} differs"
+    src = _short(div.get("source_b")) or _short(div.get("source_a"))
+    module = div.get("module_b") or div.get("module_a")
+    what = ", ".join(str(x) for x in (div.get("op_b") or div.get("op"), module) if x)
+    where = f"{src} ({what})" if src else f"node {div.get('a')}/{div.get('b')} ({what})"
+    cut = div.get("cut")
+    if isinstance(cut, dict):
+        side = labels[1] if cut.get("side") == "B" else labels[0]
+        return (f"gradient path cut at {where}: {side} does not differentiate through input {cut.get('slot')} "
+                f"(.detach(), .data or no_grad?)")
+    if div.get("phase") == "backward":
+        return f"first gradient differs at {where}"
+    return f"first differs at {where}"
+
+
+def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B"), divergence: Any = None) -> Optional[str]:
     """``"same maths (float32 rounding)"`` / ``"NOT EQUIVALENT, the maths changed (fc1.weight: gradient only in
-    A)"`` / ``None`` when not checked."""
+    A); first differs at model.py:88 (SoftmaxBackward0, blocks.2.attn)"`` (the last part from ``divergence``,
+    when given) / ``None`` when not checked."""
     if not eq:
         return None
+    base = _maths(eq, labels)
+    where = divergence_text(divergence, labels) if not eq.get("equivalent") else None
+    return f"{base}; {where}" if where else base
+
+
+def _maths(eq: Dict[str, Any], labels: Any) -> str:
     # a side recorded without a backward (gw.record): the verdict covers the outputs only, and says so
     only = f", outputs only: no gradients ({eq['outputs_only']})" if eq.get("outputs_only") else ""
     if eq.get("equivalent"):
@@ -135,7 +174,7 @@ def sentence(d: "Diff", summary: Optional[Dict[str, Any]] = None) -> str:
     backward 3.3× faster; −78 MiB gradients written"`` (``summary``: the diff's, when already computed)."""
     la, lb = d.labels
     parts: List[str] = []
-    maths = maths_text(clean_equivalence(d.equivalence), d.labels)
+    maths = maths_text(clean_equivalence(d.equivalence), d.labels, getattr(d, "divergence", None))
     if maths:
         parts.append(maths)
     t = clean_timing(d.timing) or {}

@@ -104,7 +104,8 @@ def load(path: Any) -> Any:
     A recording's file (``gw.record(fn, *inputs).save("a.gwrec")``) gives the :class:`Recording` (needs torch).
     """
     from .model import recfile
-    if recfile.kind(path) is not None:  # a recording, or another safetensors file (refused, saying so)
+    # a recording, another safetensors file (refused, saying so), or what is left of a truncated recording
+    if recfile.kind(path) is not None or str(path).endswith(recfile.SUFFIX):
         from .experiment.recording import load_recording
         return load_recording(path)
     from .model.io import read_file

@@ -22,7 +22,7 @@ from .model import GradGraph, SchemaError
 __all__ = [
     "__version__", "capture", "trace", "profile", "GradGraph", "load_json", "load", "SchemaError", "diff", "compare",
     "Diff", "MultiDiff", "RankSet", "Ranks", "RankError", "GraphWidget", "DiffWidget", "export_html",
-    "examples", "load_ipython_extension", "advise", "with_checkpoint",
+    "examples", "load_ipython_extension", "advise", "with_checkpoint", "record", "Recording",
 ]
 
 _TORCH_NAMES = ("capture", "trace", "profile", "examples", "Ranks", "RankError")
@@ -96,6 +96,8 @@ _LAZY = {
     "load_ranks": ("analysis.ranks", "load_ranks"),
     "advise": ("analysis.advisor", "advise"),
     "with_checkpoint": ("experiment.checkpointing", "with_checkpoint"),
+    "record": ("experiment.recording", "record"),  # one side kept for a later compare (gw.load reads its file)
+    "Recording": ("experiment.recording", "Recording"),
 }
 
 
@@ -151,11 +153,18 @@ def load(path: Any) -> Any:
     :class:`RankSet`. Works without torch.
 
     >>> g.save("g.json.gz"); g2 = gw.load("g.json.gz")        # doctest: +SKIP
+
+    A recording's file (``gw.record(fn, *inputs).save("a.gwrec")``) gives the :class:`Recording` (needs torch).
     """
     from pathlib import Path
     if isinstance(path, (str, Path)) and Path(path).is_dir():
         from .analysis.ranks import RankSet
         return RankSet.from_dir(path)
+    from .model import recfile
+    # a recording, another safetensors file (refused, saying so), or what is left of a truncated recording
+    if recfile.kind(path) is not None or str(path).endswith(recfile.SUFFIX):
+        from .experiment.recording import load_recording
+        return load_recording(path)
     from .model.io import read_file
     return load_json(read_file(path))
 

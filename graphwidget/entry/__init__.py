@@ -2,4 +2,5 @@
 
 ``cli`` (``python -m graphwidget``), ``compare_command`` (its ``compare`` subcommand), ``demo`` (the main job: the
 seed story on the built-in examples), ``doctor`` (what to paste into a bug report), ``magics`` (``%gradgraph``,
-``%%gradgraph``), ``gradcompare`` (``%gradcompare``), ``exits`` (the exit statuses)."""
+``%%gradgraph``), ``gradcompare`` (``%gradcompare``), ``exits`` (the exit statuses), ``record_command`` (its ``record``
+subcommand)."""

@@ -1,7 +1,7 @@
 """``python -m graphwidget``: ``demo`` (the main job), ``compare`` (two implementations: same maths? what changed?
 which backward is faster?), ``ranks`` (the graphs the ranks of a distributed job wrote: stragglers, divergent
 graphs, unused parameters), ``build-native`` (compile the capture core) and ``doctor`` (what to paste into a bug
-report).
+report). ``record`` keeps one side for a later ``compare a.gwrec b.gwrec``.
 
 Every command exits with a status of :data:`.exits.STATUS` (``--help`` shows the table): an unexpected failure is one
 line on stderr and a status of its own, never 1 (which says the result changed) and never a traceback unless
@@ -39,6 +39,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-profile", action="store_true", help="skip timing (structure and sizes only)")
     from .compare_command import add_parser as add_compare  # torch is imported only when it runs
     add_compare(sub)
+    from .record_command import add_parser as add_record
+    add_record(sub)
     rk = sub.add_parser("ranks", help="compare the graphs each rank of a distributed job wrote "
                         "(gw.profile(..., ranks=gw.Ranks(dir=DIR)) or RankSet.save(DIR))")
     rk.add_argument("dir", type=Path, help="the folder of rank00000.json, rank00001.json, ...")
@@ -92,6 +94,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .compare_command import run as run_compare
         return run_compare(args)
     _load_torch()
+    if args.cmd == "record":
+        from .record_command import run as run_record
+        return run_record(args)
     if args.cmd == "ranks":
         return _ranks(args)
     if args.cmd == "build-native":

@@ -9,6 +9,12 @@ before anything runs, 3 slower than the bound, 4 your code raised (a function, i
 file could not be written after the run, 7 an error inside graphwidget. When both 1 and 3 apply, 1 wins (a wrong
 result matters more than a slow one). A failure is one line on stderr; ``--traceback`` adds the traceback.
 
+Either side may be a recording's file instead (``python -m graphwidget record ... --out a.gwrec``): ``compare
+a.gwrec b.gwrec`` compares two recordings (made by other commits, library versions or processes) with the same
+verdicts, and needs no ``--inputs``; ``compare a.gwrec pkg.mod:fn_b`` runs ``fn_b`` on the recorded inputs (or on
+``--inputs``, whose digest must be the recording's). ``--markdown summary.md`` writes the summary as Markdown, for a
+CI job summary or a pull-request comment.
+
 Names are ``module:attribute`` (``pkg.models:forward_v2``, ``pkg.models:Model.forward``) or ``path/to/file.py:name``.
 An ``nn.Module`` class is instantiated without arguments. ``--inputs`` names a function called without arguments
 (or a value) giving the inputs: a dict is passed as keyword arguments, a tuple or list as positional arguments,
@@ -42,12 +48,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare two implementations: same maths? what changed in the graph? "
                                        "which backward is faster?",
                        description="Runs both on the --inputs: same maths? what changed in the graph? which\n"
-                                   "backward is faster? Prints the verdicts and the diff's report.",
+                                   "backward is faster? Prints the verdicts and the diff's report. Either side may\n"
+                                   "be a recording's file (python -m graphwidget record ... --out a.gwrec).",
                        epilog="exit status:\n" + table_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("fn_a", metavar="MODULE:FN_A", help="the reference implementation (A)")
-    c.add_argument("fn_b", metavar="MODULE:FN_B", help="the new implementation (B)")
-    c.add_argument("--inputs", metavar="MODULE:MAKE_INPUTS", required=True,
-                   help="a function returning the inputs (dict: keyword arguments; tuple/list: positional)")
+    c.add_argument("fn_a", metavar="MODULE:FN_A", help="the reference implementation (A), or a recording's file")
+    c.add_argument("fn_b", metavar="MODULE:FN_B", help="the new implementation (B), or a recording's file")
+    c.add_argument("--inputs", metavar="MODULE:MAKE_INPUTS",
+                   help="a function returning the inputs (dict: keyword arguments; tuple/list: positional); not "
+                        "needed when a side is a recording")
     c.add_argument("--labels", metavar="A,B", help="names of the two sides (default: the function names)")
     c.add_argument("--profile", action="store_true", help="time both sides (plain runs, interleaved)")
     c.add_argument("--budget", type=float, default=3.0, metavar="S",
@@ -57,6 +65,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     c.add_argument("--repeat", type=int, default=5, metavar="N",
                    help="instrumented rounds for per-node times with --profile (default 5)")
     c.add_argument("--out", type=Path, metavar="HTML", help="write the offline side-by-side view here")
+    c.add_argument("--markdown", type=Path, metavar="MD", help="write the summary as Markdown here (a CI job "
+                   "summary, a pull-request comment)")
     c.add_argument("--fail-if-slower", type=float, metavar="R",
                    help="exit 3 when B is slower than R x A beyond noise (implies --profile)")
     c.add_argument("--phase", choices=("step", "forward", "backward"), default="step",
@@ -139,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _labels(args: argparse.Namespace) -> Tuple[str, str]:
     if args.labels is None:
-        la, lb = args.fn_a.rpartition(":")[2], args.fn_b.rpartition(":")[2]
+        la, lb = (Path(x).stem if _recording(x) else x.rpartition(":")[2] for x in (args.fn_a, args.fn_b))
         return (la, lb) if la != lb else ("A", "B")
     parts = [p.strip() for p in args.labels.split(",")]
     if len(parts) != 2 or not all(parts):
@@ -148,20 +158,46 @@ def _labels(args: argparse.Namespace) -> Tuple[str, str]:
     return parts[0], parts[1]
 
 
-def check_out(path: Path) -> None:
+def check_out(path: Path, flag: str = "--out", example: str = "diff.html") -> None:
     """An ``--out`` that cannot be written is a usage error said up front, not a traceback after minutes of work."""
     import tempfile
     if path.is_dir():
-        raise UsageProblem(f"--out {path}: that is a folder; name the HTML file to write, e.g. {path / 'diff.html'}.")
+        raise UsageProblem(f"{flag} {path}: that is a folder; name the file to write, e.g. {path / example}.")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise UsageProblem(f"--out {path}: the folder {folder} does not exist; create it first.")
+        raise UsageProblem(f"{flag} {path}: the folder {folder} does not exist; create it first.")
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise UsageProblem(f"--out {path}: cannot write in {folder} ({exc.strerror or exc}); choose a folder you "
+        raise UsageProblem(f"{flag} {path}: cannot write in {folder} ({exc.strerror or exc}); choose a folder you "
                            f"can write to.") from None
+
+
+def _recording(spec: str) -> bool:
+    """Whether a side's argument names a recording's file (or another safetensors file, refused when read)."""
+    from ..model import recfile
+    return recfile.kind(spec) is not None
+
+
+def _side(spec: str, what: str) -> Any:
+    """A side: the recording a file holds (read and checked: a broken file is a usage error), or the callable a
+    name resolves to."""
+    if not _recording(spec):
+        return _callable(resolve(spec, what), spec, what)
+    from ..experiment.recording import load_recording
+    try:
+        return load_recording(spec)
+    except ValueError as exc:
+        raise UsageProblem(f"{what}: {exc}") from None
+
+
+def _no_inputs(args: argparse.Namespace) -> Tuple[List[Any], Dict[str, Any]]:
+    """No ``--inputs``: fine when a side is a recording (it holds its inputs), else a usage error."""
+    if not (_recording(args.fn_a) or _recording(args.fn_b)):
+        raise UsageProblem("--inputs MODULE:MAKE_INPUTS is needed to run two functions (only recordings hold their "
+                           "own inputs).")
+    return [], {}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -176,14 +212,18 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageProblem(f"--band {args.band}: a fraction in [0, 1), e.g. 0.05 for ±5 %.")
     if args.out is not None:
         check_out(args.out)
+    if args.markdown is not None:
+        check_out(args.markdown, "--markdown", "summary.md")
     labels = _labels(args)
+    no_inputs = _no_inputs(args) if args.inputs is None else None  # a usage error, said before torch loads
     from .. import _load_torch_stages
     _load_torch_stages()  # only now: --help and the mistakes above are answered without waiting for torch
-    fn_a = _callable(resolve(args.fn_a, "FN_A"), args.fn_a, "FN_A")
-    fn_b = _callable(resolve(args.fn_b, "FN_B"), args.fn_b, "FN_B")
-    pos, kw = inputs_from(args.inputs)
+    fn_a = _side(args.fn_a, "FN_A")
+    fn_b = _side(args.fn_b, "FN_B")
+    pos, kw = inputs_from(args.inputs) if no_inputs is None else no_inputs
     profile = args.profile or args.fail_if_slower is not None
-    from ..experiment.compare import CompareError, StructureMismatch, compare
+    from ..experiment.compare import CompareError, StructureMismatch
+    from ..experiment.nway import compare  # two functions, or a side that is a recording
     try:
         d = compare(fn_a, fn_b, *pos, labels=labels, profile=profile, repeat=args.repeat, band=args.band,
                     budget=args.budget, **kw)
@@ -202,6 +242,10 @@ def _run(args: argparse.Namespace) -> int:
         # result with nothing to differentiate): not a usage error, which is said before anything runs.
         return fail("compare", "ERROR: running the functions failed", exc, "error", args.traceback)
     print(d.report())
+    if args.markdown is not None:
+        args.markdown.write_text(d.markdown(title=f"graphwidget compare: {labels[1]} vs {labels[0]}") + "\n",
+                                 encoding="utf-8")
+        print(f"wrote {args.markdown}")
     if args.out is not None:
         try:
             path = d.export_html(args.out)

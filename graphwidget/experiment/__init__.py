@@ -8,5 +8,6 @@ saved and put back), ``reference`` (the float64 runs), ``speed`` (plain interlea
 ``nway_speed`` (N sides, and ``gw.compare``'s dispatch), ``ranks`` (``ranks=``: each rank's graph), ``peak``
 (compare's measured peak), ``checkpointing`` (``gw.with_checkpoint``), ``gradients`` (a side's gradients;
 ``.backward()`` for reentrant checkpointing), ``values`` (per-node values for the divergence search), ``divergence``
-(where two sides part). It runs the capture, attribution and profiling stages and hands graphs to the torch-free
+(where two sides part), ``recording`` (:func:`graphwidget.record`: one side run once and kept, to compare across
+processes). It runs the capture, attribution and profiling stages and hands graphs to the torch-free
 analyses."""

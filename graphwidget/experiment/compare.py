@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
+import networkx as nx
 import torch
 
 from ..analysis.diff.result import Diff, build, check_labels
@@ -29,7 +30,7 @@ from ..attribution.attach import attributed_capture
 from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
 from ..attribution.recorder import Recorder
 from ..capturing.roots import loss_or_tensors
-from ..model.graph import GradGraph
+from ..model.graph import GradGraph, new_meta
 from .equivalence import (
     EPS,
     Precision,
@@ -169,15 +170,34 @@ class Side:
         self.ref: Optional[Tuple[Any, Dict[Any, Optional[torch.Tensor]], Dict[str, int]]] = None
         self.ref_error: Optional[str] = None
         self.mutated: List[str] = []
+        #: Whether the gradients were computed (``gw.record(..., backward=False)``, or a forward with no tensor that
+        #: requires grad, records the outputs only), and if not, why.
+        self.backward = True
+        self.no_backward_why: Optional[str] = None
         #: per-node values for the divergence search (:mod:`.values`), when collected
         self.collect: Optional[Collector] = None
         #: the run advanced a random generator: the dtype it drew in (the float64 run then draws the same numbers)
         self.draws: Optional[torch.dtype] = None
 
-    def run(self, like: Optional[Namer] = None) -> None:
+    # What the verdict reads of a side (:func:`_equivalence`); a recorded side (:mod:`.recording`) has the same.
+    def outputs(self) -> List[Tuple[str, Any]]:
+        """``(path, tensor or type name)`` for every value the forward returned (:func:`~.equivalence.flatten`)."""
+        return flatten(self.out)
+
+    def ref_outputs(self) -> Optional[List[Tuple[str, Any]]]:
+        """The same from the float64 run (``None`` without one)."""
+        return flatten(self.ref[0]) if self.ref is not None else None
+
+    def described(self) -> str:
+        """The output's structure in words, for error messages."""
+        return describe(self.out)
+
+    def run(self, like: Optional[Namer] = None, backward: bool = True, outputs_only_ok: bool = False) -> None:
         """Forward under the recorder (source lines, module paths), capture with named leaves (a tensor ``like``
         names too — the reference side's — with that name), and the gradient of every leaf with
-        ``torch.autograd.grad`` (no ``.grad`` is written; :mod:`.gradients` for reentrant checkpointing)."""
+        ``torch.autograd.grad`` (no ``.grad`` is written; :mod:`.gradients` for reentrant checkpointing).
+        ``backward=False``: no gradients; ``outputs_only_ok``: a result with no tensor that requires grad is kept as
+        outputs only (an empty graph) instead of refused."""
         rec = Recorder()
         collect = self.collect
         rec.tap = collect.tap if collect is not None else None
@@ -192,6 +212,11 @@ class Side:
         if not _same_states(rng, rng_states()):
             self.draws = default
         roots = loss_or_tensors(out)
+        if not roots and outputs_only_ok:
+            self.graph = GradGraph(nx.DiGraph(), new_meta([], title=self.label))
+            self.out, self.backward = out, False
+            self.no_backward_why = f"the forward returned {describe(out)} with no tensor that requires grad"
+            return
         if not roots:
             needs = [n for n, t in self.inputs.names if t.requires_grad]
             why = ("none of the tensor inputs requires grad: make the inputs you want gradients for require grad "
@@ -205,6 +230,10 @@ class Side:
             self.namer.align(like)
         self.graph = attributed_capture(rec, out, fn=self.fn, module=_Names(self.namer.items), title=self.label,
                                         roots=roots, who="graphwidget.compare")
+        if not backward:
+            self.leaves = leaf_tensors(roots)
+            self.out, self.backward, self.no_backward_why = out, False, "recorded without a backward"
+            return
         handles: List[Any] = []
         if collect is not None:
             collect.forward_done(roots, self.graph.nx.number_of_nodes())
@@ -247,7 +276,7 @@ class Side:
         wide = Inputs(args, kwargs, wide=True)
         try:
             out, leaves, dtypes = run_float64(self.fn, wide.args, wide.kwargs, list(tensors) + self.leaves,
-                                              collect=self.collect, draws=self.draws)
+                                              collect=self.collect, draws=self.draws, backward=self.backward)
         except Exception as exc:  # noqa: BLE001 - any failure only means there is no reference
             self.ref_error = f"{type(exc).__name__}: {str(exc)[:200]}"
             if self.collect is not None:
@@ -269,14 +298,14 @@ def _same_states(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
 
 
 def _same_structure(a: Side, b: Side) -> None:
-    fa, fb = flatten(a.out), flatten(b.out)
+    fa, fb = a.outputs(), b.outputs()
     ka = [(p, isinstance(v, torch.Tensor)) for p, v in fa]
     kb = [(p, isinstance(v, torch.Tensor)) for p, v in fb]
     if ka != kb:
         raise StructureMismatch(
             f"graphwidget.compare: the two functions return different structures, so their outputs cannot be "
-            f"compared: {a.side} ({a.label!r}) returned {describe(a.out)}, {b.side} ({b.label!r}) returned "
-            f"{describe(b.out)}. "
+            f"compared: {a.side} ({a.label!r}) returned {a.described()}, {b.side} ({b.label!r}) returned "
+            f"{b.described()}. "
             f"Make both return the same kind of value (e.g. the loss tensor).")
 
 
@@ -299,14 +328,15 @@ def _precision(a: Side, b: Side) -> Precision:
 def _equivalence(a: Side, b: Side, by_graph: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     precision = _precision(a, b)
     rows = []
-    outs64 = [flatten(s.ref[0]) if s.ref is not None else None for s in (a, b)]
-    for k, ((p, va), (_, vb)) in enumerate(zip(flatten(a.out), flatten(b.out))):
+    outs64 = [s.ref_outputs() for s in (a, b)]
+    for k, ((p, va), (_, vb)) in enumerate(zip(a.outputs(), b.outputs())):
         if isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor):
             r64 = [o[k][1] if o is not None and k < len(o) and isinstance(o[k][1], torch.Tensor) else None
                    for o in outs64]
             rows.append(check(p, va.detach(), vb.detach(), precision, r64[0], r64[1], kind="output",
                               missing="no value"))
-    for i, j in pair(a.grads, b.grads, by_graph):
+    without = [s for s in (a, b) if not s.backward]
+    for i, j in pair(a.grads, b.grads, by_graph) if not without else ():
         ga = a.grads[i] if i is not None else None
         gb = b.grads[j] if j is not None else None
         name = (ga or gb)[0]  # type: ignore[index]
@@ -320,7 +350,11 @@ def _equivalence(a: Side, b: Side, by_graph: Optional[Dict[str, str]] = None) ->
         _unpaired(rows)
     for r in rows:
         r.pop("_param", None)
-    return summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
+    out = summarise(rows, precision, {"A": a.mutated, "B": b.mutated})
+    if without:  # the verdict covers the outputs only, and says why
+        out["outputs_only"] = "; ".join(f"{s.side} ({s.label}): {s.no_backward_why or 'no backward'}"
+                                        for s in without)
+    return out
 
 
 def _unpaired(rows: List[Dict[str, Any]]) -> None:

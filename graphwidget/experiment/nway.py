@@ -11,6 +11,7 @@ side is matched to and judged against in the table; ``d.pair(x, y)`` gives any t
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -43,7 +44,12 @@ def compare(fn_a: Any, *args: Any, **kwargs: Any) -> Any:
     :class:`~graphwidget.MultiDiff`).
 
     The dispatch lives here rather than in ``compare.py``: this module builds on compare's pieces, so compare
-    importing it back would be an import cycle (``tests/test_layers.py``)."""
+    importing it back would be an import cycle (``tests/test_layers.py``). A side that is a recording (or its
+    file) goes to :func:`.recording.compare_recorded`."""
+    from .recording import Recording, compare_recorded, is_recorded
+    if isinstance(fn_a, (str, os.PathLike, Recording)) or (
+            args and isinstance(args[0], (str, os.PathLike, Recording)) and is_recorded(args[0])):
+        return compare_recorded(fn_a, *args, **kwargs)
     if isinstance(fn_a, (Mapping, list, tuple)):
         return compare_sides(fn_a, *args, **kwargs)
     return two_way(fn_a, *args, **kwargs)

@@ -82,11 +82,11 @@ class DtypeCounter(TorchFunctionMode):
 
 
 def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
-                collect: Any = None, draws: Optional[torch.dtype] = None
+                collect: Any = None, draws: Optional[torch.dtype] = None, backward: bool = True
                 ) -> Tuple[Any, List[Tuple[torch.Tensor, Any]], Dict[str, int]]:
     """``fn`` on ``args``/``kwargs`` (float64 copies of the inputs) with ``tensors`` upcast: its output, each leaf
     with its gradient, and how many op results of each floating dtype its forward made (``{"float64": 40,
-    "float32": 1}``).
+    "float32": 1}``). ``backward=False``: the forward only (no leaves).
 
     ``collect``: a :class:`~.values.Collector` that keeps the run's per-node values. ``draws``: the dtype the side's
     own run drew its random numbers in (it advanced the generator): random calls then draw in that dtype and are
@@ -100,7 +100,7 @@ def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensor
     # run's own clean-up was due and before it ran (on the line where a block is left, or as a Python __exit__ is
     # entered). A mode left on the stack would see every later torch call, and float64 would stay the default dtype.
     try:
-        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide, collect, draws)
+        out, leaves, grads = _run_wide(fn, args, kwargs, tensors, counter, wide, collect, draws, backward)
     finally:
         if collect is not None:
             collect.reference_stop()
@@ -112,10 +112,10 @@ def run_float64(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensor
 
 
 def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors: Sequence[torch.Tensor],
-              counter: DtypeCounter, wide: Float64, collect: Any = None, draws: Optional[torch.dtype] = None
-              ) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
+              counter: DtypeCounter, wide: Float64, collect: Any = None, draws: Optional[torch.dtype] = None,
+              backward: bool = True) -> Tuple[Any, List[torch.Tensor], Sequence[Any]]:
     """:func:`run_float64`'s run: the forward under ``counter`` (and ``collect``'s mode), widened by ``wide``,
-    then the gradients."""
+    then the gradients (none with ``backward=False``)."""
     from ..capturing.roots import loss_or_tensors
     from .gradients import gradients
     from .naming import leaf_tensors
@@ -130,6 +130,8 @@ def _run_wide(fn: Callable[..., Any], args: Sequence[Any], kwargs: Any, tensors:
             if collect is not None:
                 collect.reference_stop()
             remove_mode(counter)
+        if not backward:
+            return out, [], ()
         roots = loss_or_tensors(out)
         if not roots:
             raise ValueError("the float64 run returned no tensor that requires grad")

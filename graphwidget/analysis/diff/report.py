@@ -72,8 +72,11 @@ def timing_text(d: "Diff") -> Optional[str]:
     band = float(t["band"]) if isinstance(t.get("band"), (int, float)) else BAND
     if not isinstance(t.get("step"), dict):  # a diff written before the verdicts had phases
         return f"backward: {t.get('verdict')}: {lb}/{la} = {t['ratio']:.2f} [{t['low']:.2f}-{t['high']:.2f}]"
+    how = (f"ratio of the medians of each recording's own plain runs (not interleaved: {t.get('rounds')} or more "
+           f"each; wider intervals)" if t.get("order") == "not interleaved" else
+           f"median of {t.get('rounds')} interleaved rounds")
     lines = [f"speed: {labelled(t['step'].get('verdict', ''), lb, band)} (whole step); "
-             f"{lb}/{la} by {t.get('clock')}, median of {t.get('rounds')} interleaved rounds, 95% intervals, "
+             f"{lb}/{la} by {t.get('clock')}, {how}, 95% intervals, "
              f"same speed = within ±{band * 100:g} %; sampling stopped: {t.get('stopped')}"]
     for phase in ("step", "forward", "backward"):
         text = phase_text(phase, t.get(phase) or {}, band)
@@ -84,6 +87,14 @@ def timing_text(d: "Diff") -> Optional[str]:
         lines.append(f"  per-node times: {t['per_node'].get('rounds')} separate instrumented rounds (hooks on every "
                      f"node), not used for the verdicts")
     return "\n".join(lines)
+
+
+def recording_notes(d: "Diff") -> List[str]:
+    """What a comparison of recordings (``gw.compare(rec_a, rec_b)``) notes about where they come from: other
+    torch or graphwidget versions, machines, parameters that differ, why speed was not compared."""
+    rec = (d.equivalence or {}).get("recordings") if isinstance(d.equivalence, dict) else None
+    notes = rec.get("notes") if isinstance(rec, dict) else None
+    return [str(n) for n in notes] if isinstance(notes, list) else []
 
 
 def headline(d: "Diff") -> str:
@@ -133,6 +144,7 @@ def report(d: "Diff") -> str:
     mut = mutation_text(d)
     if mut:
         lines.append(mut)
+    lines.extend(f"note: {n}" for n in recording_notes(d))
     tt = timing_text(d)
     if tt:
         lines.append(tt)

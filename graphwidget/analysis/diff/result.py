@@ -157,6 +157,12 @@ class Diff:
         from .report import report
         return report(self)
 
+    def markdown(self, title: Optional[str] = None) -> str:
+        """The summary as Markdown for a CI job summary or a pull-request comment: the sentence, the first
+        divergence with both source lines, the A/B table, the tensors that differ (:mod:`.markdown`)."""
+        from .markdown import markdown
+        return markdown(self, title)
+
     def headline(self) -> str:
         """One line: the verdicts' sentence (:meth:`sentence`) and the counts."""
         from .report import headline

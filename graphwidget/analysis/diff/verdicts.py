@@ -127,18 +127,20 @@ def maths_text(eq: Optional[Dict[str, Any]], labels: Any = ("A", "B"), divergenc
 
 
 def _maths(eq: Dict[str, Any], labels: Any) -> str:
+    # a side recorded without a backward (gw.record): the verdict covers the outputs only, and says so
+    only = f", outputs only: no gradients ({eq['outputs_only']})" if eq.get("outputs_only") else ""
     if eq.get("equivalent"):
         lone = [str(t.get("name")).replace("grad ", "", 1) for t in eq.get("tensors") or [] if t.get("unpaired")]
         extra = (f"; {len(lone)} gradients not paired one to one: {', '.join(lone[:3])}"
                  f"{', ...' if len(lone) > 3 else ''}") if lone else ""
         if eq.get("method") == "float64":
-            return f"same maths ({eq.get('precision') or 'float'} rounding{extra})"
-        return f"same maths (fixed tolerance: no float64 reference{extra})"
+            return f"same maths ({eq.get('precision') or 'float'} rounding{extra}{only})"
+        return f"same maths (fixed tolerance: no float64 reference{extra}{only})"
     bad = [t for t in eq.get("tensors") or [] if not t.get("allclose")]
     if not bad:
-        return "NOT EQUIVALENT, the maths changed"
+        return f"NOT EQUIVALENT, the maths changed{f' ({only[2:]})' if only else ''}"
     return (f"NOT EQUIVALENT, the maths changed ({_why(bad[0], labels)}" +
-            (f"; +{len(bad) - 1} more" if len(bad) > 1 else "") + ")")
+            (f"; +{len(bad) - 1} more" if len(bad) > 1 else "") + f"{only})")
 
 
 def _why(t: Dict[str, Any], labels: Any) -> str:
@@ -183,7 +185,7 @@ def sentence(d: "Diff", summary: Optional[Dict[str, Any]] = None) -> str:
     for phase in ("step", "backward"):
         text = phase_text(phase, t.get(phase) or {}, band)
         if text:
-            parts.append(text)
+            parts.append(text + (" (not interleaved)" if t.get("order") == "not interleaved" else ""))
     parts.extend(memory_text(summary if summary is not None else d.summary()))
     if not parts:
         parts.append(f"{len(d.removed)} nodes only in {la}, {len(d.added)} only in {lb}, {len(d.changed)} changed")
@@ -211,7 +213,7 @@ _ROW = {"name": str, "kind": str, "allclose": bool, "max_abs": _NUM, "max_rel": 
         "ref_diff": _NUM, "tol": _NUM, "near_zero": bool, "shape_a": list, "shape_b": list, "dtype_a": str,
         "dtype_b": str, "note": str, "only": str, "unpaired": bool}
 _EQ = {"equivalent": bool, "method": str, "precision": str, "reference_precision": str, "fallback_reason": str,
-       "ab": _NUM, "rounding": _NUM, "near_zero": int}
+       "ab": _NUM, "rounding": _NUM, "near_zero": int, "outputs_only": str}
 _PHASE = {"ratio": _NUM, "low": _NUM, "high": _NUM, "verdict": str, "ms": list, "wall": dict, "cpu": dict}
 _TIMING = {"ratio": _NUM, "low": _NUM, "high": _NUM, "runs": int, "rounds": int, "verdict": str, "clock": str,
            "clock_why": str, "threads": int, "threads_why": str, "band": _NUM, "level": _NUM, "stopped": str,

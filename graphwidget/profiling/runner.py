@@ -18,10 +18,11 @@
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from .._util.intervals import median_interval
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture
 from ..attribution.memory import device_of
@@ -92,6 +93,31 @@ def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, re
         "backward_nodes_ms": agg(bsum) if backward else None,
         **meta,
     }
+    per_module = module_forward_ms(graph, kept)
+    if per_module:
+        graph.meta["timing"]["module_fwd_ms"] = per_module
+
+
+def module_forward_ms(graph: GradGraph, kept: List[Run]) -> Dict[str, List[float]]:
+    """Per module path (every prefix of a node's ``module``): ``[median, lo, hi]`` over the runs of each run's sum of
+    the module's node times, ``lo``/``hi`` an order-statistic interval of that median (``median_interval``). One
+    slow op in one run moves the run's sum, not the median: what a checkpoint's recompute time is read from."""
+    nodes = graph.nx.nodes
+    members: Dict[str, List[int]] = {}
+    for i in range(len(nodes)):
+        m = nodes[i].get("module") if i in nodes else None
+        if m is None:
+            continue
+        parts = m.split(".") if m else []
+        for k in range(len(parts) + 1):
+            members.setdefault(".".join(parts[:k]), []).append(i)
+    out: Dict[str, List[float]] = {}
+    for path, idx in members.items():
+        sums = [sum(r.fwd[i] or 0.0 for i in idx if i < len(r.fwd)) for r in kept]
+        mi = median_interval(sums)
+        if mi is not None:
+            out[path] = [round(x, 6) for x in mi]
+    return out
 
 
 def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,

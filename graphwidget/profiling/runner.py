@@ -93,6 +93,9 @@ def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, re
         "backward_nodes_ms": agg(bsum) if backward else None,
         **meta,
     }
+    fi = median_interval([r.fwd_wall for r in kept])
+    if fi is not None:  # how much one forward's wall time moves between runs (a straggler must clear it)
+        graph.meta["timing"]["forward_ms_interval"] = [round(fi[1], 6), round(fi[2], 6)]
     per_module = module_forward_ms(graph, kept)
     if per_module:
         graph.meta["timing"]["module_fwd_ms"] = per_module

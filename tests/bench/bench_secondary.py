@@ -221,7 +221,8 @@ def part_speed(rounds: int) -> None:
         print("|---|---|---|---|---|---|")
         for run in range(3):
             truth = cpu_truth(idx, E, rounds)
-            d = gw.compare(embed, onehot, idx, E, labels=("embedding", "one-hot"), threads=1)
+            d = gw.compare(embed, onehot, idx, E, labels=("embedding", "one-hot"), threads=1,
+                           profile=True, advise=False)
             st = d.timing["step"]
             other = st.get("wall") or st.get("cpu") or {}
             r = st["ratio"]

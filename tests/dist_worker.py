@@ -58,6 +58,33 @@ class Net(torch.nn.Module):
         return self.fc2(h)
 
 
+class Sleepy(torch.nn.Module):
+    """A module whose forward sleeps on the slow rank: time in Python, inside no node."""
+
+    delay = 0.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if Sleepy.delay:
+            time.sleep(Sleepy.delay)  # LINE:sleep
+        return x
+
+
+class SleepyNet(torch.nn.Module):
+    def __init__(self, skip_extra_on: int = -1) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.pause = Sleepy()
+        self.extra = torch.nn.Linear(32, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
+        self.skip_extra_on = skip_extra_on
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.pause(torch.relu(self.fc1(x)))
+        if dist.get_rank() != self.skip_extra_on:
+            h = h + torch.tanh(self.extra(h))
+        return self.fc2(h)
+
+
 def ordered_mean(state, bucket):  # type: ignore[no-untyped-def]  # DDP reads (string) annotations: none
     """A DDP communication hook that averages in a fixed order (bit-reproducible, unlike gloo's allreduce)."""
     t = bucket.buffer()
@@ -106,7 +133,8 @@ def one(scenario: str, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # the same initial weights on every rank (DDP checks it)
-    result: dict = {"rank": rank, "scenario": scenario, "lines": {k: line_of(k) for k in ("branch", "skip")}}
+    result: dict = {"rank": rank, "scenario": scenario,
+                    "lines": {k: line_of(k) for k in ("branch", "skip", "sleep")}}
     t0 = time.monotonic()
     try:
         result.update(run(scenario, rank, world, out, result))
@@ -147,6 +175,24 @@ def run(scenario: str, rank: int, world: int, out: Path, res: dict) -> dict:
             d.export_html(out / "ranks.html")
             (out / "nway.json").write_text(d.to_json())
             got.save(out / "files")
+    elif scenario in ("sleepy", "same"):
+        # DDP called as step(model, batch): the model is a positional argument, no module= given. "sleepy": the last
+        # rank sleeps GW_DELAY_MS in a module's forward and rank 1 leaves `extra` unused; "same": identical ranks
+        delay = float(os.environ.get("GW_DELAY_MS", "50")) / 1e3
+        model = SleepyNet(skip_extra_on=1 if scenario == "sleepy" and world > 1 else -1)
+        ddp = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=scenario == "sleepy")
+        Sleepy.delay = delay if scenario == "sleepy" and rank == world - 1 else 0.0
+        x = batch(rank if scenario == "sleepy" else 0) * 0.5
+
+        def step2(m: torch.nn.Module, inp: torch.Tensor) -> torch.Tensor:
+            return m(inp).pow(2).mean()
+
+        got = gw.profile(step2, ddp, x, repeat=5, ranks=gw.Ranks("all", timeout=60))
+        res["returned"] = type(got).__name__
+        if rank == 0:
+            res["record"] = got.record(got.default_shown())
+            res["sentence"] = got.sentence()
+            res["report"] = got.report()
     elif scenario == "raise_nocomm":
         # no collective inside the step: the other ranks reach graphwidget's wait and must stop at once
         w = torch.randn(16, 4, requires_grad=True)
@@ -160,7 +206,7 @@ def run(scenario: str, rank: int, world: int, out: Path, res: dict) -> dict:
         gw.profile(plain, batch(rank), repeat=2, ranks=gw.Ranks("all", timeout=60))
     elif scenario == "hang":
         w = torch.randn(16, 4, requires_grad=True)
-        if rank == 2:
+        if rank == min(2, world - 1):
             time.sleep(20)  # reaches graphwidget long after the others' timeout
         gw.profile(lambda inp: (inp @ w).sum(), batch(rank), repeat=2, ranks=gw.Ranks("all", timeout=6))
     elif scenario == "grads":

@@ -72,13 +72,18 @@ def test_saved_activations_match_the_construction_at_every_point():
     # input are still saved, and it writes the gradient of its input (U), its weight's (W x W) and its bias's (W).
     last = [v for v in g.nodes(op="AddmmBackward0") if g.node(v)["module"] == f"layers.{N - 1}"]
     assert (peak["phase"], peak["node"], peak["module"]) == ("backward", last[0], f"layers.{N - 1}")
-    assert peak["by_kind"]["saved activations"] == N * U == acc.saved[peak["point"]]
+    # the input existed before the step, so the allocator's figure does not hold it: the parts of the peak are the
+    # saved activations the step allocated, and it is listed apart, as resident, with the parameters
+    assert acc.saved[peak["point"]] == N * U
+    assert peak["by_kind"]["saved activations"] == (N - 1) * U
     assert peak["by_kind"]["gradients"] == U + W * W * 4 + W * 4
-    # the input existed before the step, so the allocator's figure does not hold it; what the allocator holds beyond
-    # the graph is the gradient the node consumed, alive while it ran (and a few bytes of the profiler's own)
+    # what the allocator holds beyond the graph is the gradient the node consumed, alive while it ran (and a few
+    # bytes of the profiler's own)
     assert peak["inputs_bytes"] == U
     assert U <= peak["by_kind"]["other (allocator minus graph)"] <= U + 4096
-    assert peak["by_kind"]["parameters"] == sum(p.numel() * 4 for p in m.parameters())
+    assert sum(peak["by_kind"].values()) == peak["bytes"]  # the parts add up to the peak
+    assert peak["resident"] == {"parameters": sum(p.numel() * 4 for p in m.parameters()),
+                                "saved inputs (existed before the step)": U}
     # its holders: the input, saved by layer 0's addmm alone, and the output of layer k's tanh, saved by that tanh
     # and by layer k+1's addmm (one storage), for k < N-1; each U bytes, each at the chain's line
     held = [h for h in rep.holders if h["kind"] == "saved activation"]
@@ -149,7 +154,8 @@ def test_peak_bytes_per_node_add_up_and_travel_in_json():
     g = gw.profile(m, x, repeat=1, warmup=0, memory=True)
     peak = g.memory().peak
     total = sum(g.node(v)["peak_bytes"] for v in g.nodes())
-    assert total == peak["by_kind"]["saved activations"] + peak["by_kind"]["gradients"]
+    assert total == peak["graph_bytes"] == peak["by_kind"]["saved activations"] + peak["by_kind"]["gradients"] + \
+        peak["inputs_bytes"]
     doc = json.loads(g.to_json(version=1))
     assert all("peak_bytes" in n for n in doc["nodes"]) and doc["meta"]["memory"]["nodes"]
     assert "peak_bytes" in json.loads(g.to_json())["nodes"]  # version 2: a column

@@ -25,7 +25,9 @@ from ..model._digraph import node_dicts
 from .memory_accounting import Accounting, _padded, has_memory
 from .memory_checkpoints import checkpoint_candidates
 
-KINDS = ("saved activations", "gradients", "parameters", "other (allocator minus graph)")
+KINDS = ("saved activations", "gradients", "other (allocator minus graph)")
+
+
 class MemoryReport(TextTable):
     """``g.memory()``: the peak explained. Rows are the modules holding memory at the peak (saved activations and
     gradients, by module), largest first; the attributes hold the rest:
@@ -62,9 +64,22 @@ class MemoryReport(TextTable):
         p = self.peak
         if not p:
             return "no memory record"
-        where = f"{p['phase']}, node {p['node']} {p['op']}" + (f" ({p['module']})" if p.get("module") else "")
+        if p.get("node") is not None:
+            where = f"{p['phase']}, node {p['node']} {p['op']}"
+        else:  # an op that made no graph node (a no-grad temporary): what was called
+            where = f"{p['phase']}, {p.get('call') or p.get('alloc_op') or 'an op outside the graph'} (no graph node)"
+        if p.get("module") is not None:
+            where += f", module {p['module'] or '(top level)'}"
+        if p.get("source_line"):
+            where += f", {self._short_source(p['source_line'])}"
         kinds = ", ".join(f"{k} {human_bytes(v)}" for k, v in p["by_kind"].items() if v)
-        return f"peak {human_bytes(p['bytes'])} ({p['source']}) in the {where}: {kinds}"
+        text = f"peak {human_bytes(p['bytes'])} ({p['source']}) in the {where}: {kinds or 'nothing attributed'}"
+        extra = ", ".join(f"{k} {human_bytes(v)}" for k, v in (p.get("resident") or {}).items() if v)
+        if extra:
+            text += f"; also resident, not part of the peak: {extra}"
+        if p.get("overcount_bytes"):
+            text += f"; the graph counts {human_bytes(p['overcount_bytes'])} more than the allocator held"
+        return text
 
     def __str__(self) -> str:
         lines = [self.headline(), super().__str__()]
@@ -72,6 +87,8 @@ class MemoryReport(TextTable):
             lines.append("checkpoint candidates (predicted from this timeline):")
             for c in self.candidates[:5]:
                 ms = "-" if c["recompute_ms"] is None else f"{c['recompute_ms']:.2f} ms"
+                if c.get("recompute_interval"):
+                    ms += " [{:.2f}–{:.2f}]".format(*c["recompute_interval"])
                 lines.append(f"  {c['label']}: peak -{human_bytes(c['saving_bytes'])} (frees "
                              f"{human_bytes(c['frees_bytes'])} at the peak), recompute {ms}")
         return "\n".join(lines)
@@ -235,11 +252,20 @@ def memory_report(graph: Any, top: int = 10) -> MemoryReport:
     # saved tensors that existed before the step (its inputs): held by the graph, not in the allocator's figure
     inputs = set(mem.get("inputs") or ())
     inputs_b = sum(st.bytes for st in storages if st.sid in inputs)
+    # The parts add up to the peak: the allocator's figure holds what the step allocated, so saved tensors that
+    # existed before it (its inputs) and the parameters are listed apart, as resident beside the peak.
     other = None
+    over = 0
+    resident = {"parameters": acc.parameter_bytes}
     if source == "allocator":
-        other = max(peak_bytes - (saved_b - inputs_b) - grad_b, 0)
-    by_kind = {"saved activations": saved_b, "gradients": grad_b, "parameters": acc.parameter_bytes,
-               "other (allocator minus graph)": other}
+        step_saved = saved_b - inputs_b
+        other = peak_bytes - step_saved - grad_b
+        if other < 0:  # the graph's accounting exceeds what the allocator held: said, not hidden in the parts
+            over, other = -other, 0
+        by_kind = {"saved activations": step_saved, "gradients": grad_b, "other (allocator minus graph)": other}
+        resident["saved inputs (existed before the step)"] = inputs_b
+    else:
+        by_kind = {"saved activations": saved_b, "gradients": grad_b}
     rows = sorted(by_module.values(), key=lambda r: (-r["total"], r["module"]))
     denom = peak_bytes or (saved_b + grad_b) or None
     for r in rows:
@@ -247,7 +273,22 @@ def memory_report(graph: Any, top: int = 10) -> MemoryReport:
         del r["top_bytes"]
     rep.extend(rows)
     info = _node_info(nodes, v)
-    rep.peak = {"bytes": peak_bytes, "source": source, "point": p, "phase": phase, "node": v, "op": info["op"],
+    at_node: Optional[int] = v
+    call = alloc_op = None
+    at = mem.get("peak_at")
+    if source == "allocator" and isinstance(at, dict) and at.get("bytes") == peak_bytes:
+        # the allocation itself, not the point that follows it: its op, line and module (docs/memory.md)
+        alloc_op = at.get("alloc_op") or at.get("op")
+        if at.get("phase") == "backward" or at.get("node") is not None:
+            at_node = at.get("node") if at.get("node") is not None else v
+            info = _node_info(nodes, at_node)
+        elif at.get("call") or at.get("source"):
+            at_node = None
+            info = {"node": None, "op": None, "module": at.get("module"), "source": at.get("source"),
+                    "code": at.get("code")}
+            call = at.get("call")
+    rep.peak = {"bytes": peak_bytes, "source": source, "point": p, "phase": phase, "node": at_node, "op": info["op"],
+                "call": call, "alloc_op": alloc_op, "resident": resident, "overcount_bytes": over,
                 "module": info["module"], "source_line": info["source"], "code": info["code"], "by_kind": by_kind,
                 "by_module": {r["module"]: r["total"] for r in rows},
                 "graph_bytes": saved_b + grad_b, "inputs_bytes": inputs_b,

@@ -1,7 +1,9 @@
 """Which modules are worth checkpointing (torch-free): for each module (and each run of indexed sibling modules), the
 peak the backward would have if its saved activations were recomputed instead of kept, simulated on the memory
-accounting of :mod:`graphwidget.analysis.memory_accounting`, and the forward time that recomputing costs. Ranked by
-bytes saved per millisecond recomputed. See docs/memory.md.
+accounting of :mod:`graphwidget.analysis.memory_accounting`, and the forward time that recomputing costs (the median
+over runs of the module's summed node times, with an order-statistic interval). Ranked by bytes saved per
+millisecond recomputed; identical blocks tie and sort by label; the largest saving is always listed. See
+docs/memory.md.
 """
 from __future__ import annotations
 
@@ -130,6 +132,19 @@ class _Simulator:
                     if p < self.first.get(prefix, acc.n):
                         self.first[prefix] = p
         self.timed = any(d.get("fwd_ms") is not None for d in nodes.values())
+        # per path [median, lo, hi] over runs of the run's summed node times (gw.profile); else the nodes' own
+        self.module_ms: Dict[str, List[float]] = dict((graph.meta.get("timing") or {}).get("module_fwd_ms") or {})
+        # what a module is, for telling identical blocks apart from different ones: its nodes' ops and shapes
+        sig: Dict[str, List[Any]] = {}
+        for v in sorted(nodes, key=lambda v: nodes[v].get("seq") or 0):
+            m = module_of.get(v)
+            if m is None:
+                continue
+            d = nodes[v]
+            item = (d.get("op"), tuple(tuple(o.get("shape") or ()) for o in (d.get("outputs") or ()) if o))
+            for prefix in _prefixes(m):
+                sig.setdefault(prefix, []).append(item)
+        self.signature = {k: hash(tuple(v)) for k, v in sig.items()}
         self.fwd_ms: Dict[str, float] = {}
         for v, d in nodes.items():
             m, ms = module_of.get(v), d.get("fwd_ms")
@@ -165,9 +180,15 @@ class _Simulator:
             start = pos
         if new_peak == float("-inf"):
             new_peak = 0.0
-        ms = sum(self.fwd_ms.get(q, 0.0) for q in paths) if self.timed else None
+        ms: Optional[float] = None
+        interval: Optional[List[float]] = None
+        if self.module_ms and all(q in self.module_ms for q in paths):
+            ms = sum(self.module_ms[q][0] for q in paths)
+            interval = [sum(self.module_ms[q][1] for q in paths), sum(self.module_ms[q][2] for q in paths)]
+        elif self.timed:
+            ms = sum(self.fwd_ms.get(q, 0.0) for q in paths)
         return {"frees_bytes": int(frees), "new_peak_bytes": int(new_peak),
-                "saving_bytes": int(self.peak - new_peak), "recompute_ms": ms}
+                "saving_bytes": int(self.peak - new_peak), "recompute_ms": ms, "recompute_interval": interval}
 
 
 def checkpoint_candidates(graph: Any, acc: Optional[Accounting] = None, top: int = 10) -> List[Dict[str, Any]]:
@@ -177,7 +198,9 @@ def checkpoint_candidates(graph: Any, acc: Optional[Accounting] = None, top: int
     Each row: ``label``, ``modules`` (paths to checkpoint), ``class``, ``frees_bytes`` (activations alive at the
     peak that would not be kept), ``saving_bytes`` (the predicted drop of the peak, with the recompute's own
     activations put back where the backward reaches the module), ``new_peak_bytes``, ``peak_bytes``,
-    ``recompute_ms`` (the modules' measured forward time, or None), ``bytes_per_ms``, ``source`` (which peak:
+    ``recompute_ms`` (the modules' measured forward time, or None; identical blocks share their median),
+    ``recompute_interval`` (``[lo, hi]`` of that median over the profile's runs, or None), ``bytes_per_ms``,
+    ``source`` (which peak:
     allocator or graph). Only rows that lower the peak by at least :data:`MIN_LISTED_SHARE` of it are kept. Needs
     ``module`` on the nodes (gw.trace / gw.profile) and a memory record."""
     if not has_memory(graph):
@@ -198,6 +221,46 @@ def checkpoint_candidates(graph: Any, acc: Optional[Accounting] = None, top: int
         rows.append({"label": label, "modules": mods, "class": classes.get(mods[0]), **r,
                      "peak_bytes": int(sim.peak), "bytes_per_ms": (r["saving_bytes"] / ms) if ms else None,
                      "source": sim.source})
+    _tie_equal_blocks(rows, sim)
     rows.sort(key=lambda r: (-(r["bytes_per_ms"] if r["bytes_per_ms"] is not None else r["saving_bytes"]),
-                             -r["saving_bytes"], r["label"]))
-    return rows[:top] if top else rows
+                             -r["saving_bytes"], _natural(r["label"])))
+    if not top or len(rows) <= top:
+        return rows
+    out = rows[:top]
+    best = max(rows, key=lambda r: (r["saving_bytes"], -len(r["modules"])))
+    if best not in out:  # the largest saving on offer is always listed, whatever it costs
+        out[-1] = best
+    return out
+
+
+def _natural(label: str) -> List[Any]:
+    """``layers.2–3`` before ``layers.10–11``: numbers compare as numbers."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label)]
+
+
+def _mid(xs: List[float]) -> float:
+    v = sorted(xs)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def _tie_equal_blocks(rows: List[Dict[str, Any]], sim: _Simulator) -> None:
+    """Candidates made of identical blocks (same class, same number of modules, same ops and shapes, same saving)
+    get one recompute time, the median of theirs: which of them comes first must not depend on timing noise, so they
+    tie and sort by label."""
+    groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    for r in rows:
+        if r["recompute_ms"] is None:
+            continue
+        key = (r["class"], r["saving_bytes"], tuple(sim.signature.get(m) for m in r["modules"]))
+        groups.setdefault(key, []).append(r)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        mid = _mid([r["recompute_ms"] for r in members])
+        ivs = [r["recompute_interval"] for r in members if r.get("recompute_interval")]
+        iv = [_mid([i[0] for i in ivs]), _mid([i[1] for i in ivs])] if len(ivs) == len(members) else None
+        for r in members:
+            r["recompute_ms_own"] = r["recompute_ms"]
+            r["recompute_ms"] = mid
+            r["recompute_interval"] = iv
+            r["bytes_per_ms"] = r["saving_bytes"] / mid if mid else None

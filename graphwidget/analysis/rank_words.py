@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-#: A rank is the straggler when its compute exceeds the median rank's by at least this share of it and of the
-#: median rank's whole step (and :data:`STRAGGLER_FLOOR_MS`): below that, ranks differ by noise.
+#: A rank is the straggler when it exceeds the median of the other ranks by at least this share of it and of their
+#: whole step, and by :data:`STRAGGLER_FLOOR_MS`: below that, ranks differ by noise (two identical ranks of a
+#: sub-millisecond step differ by a few tenths of a millisecond from run to run).
 STRAGGLER_SHARE = 0.10
-STRAGGLER_FLOOR_MS = 0.05
+STRAGGLER_FLOOR_MS = 1.0
 
 
 def ranks_sentence(r: Dict[str, Any]) -> str:
@@ -20,11 +21,10 @@ def ranks_sentence(r: Dict[str, Any]) -> str:
     parts = []
     s = r.get("straggler")
     if s:
-        where = f", most in node #{s['node']} (+{s['node_excess_ms']:.3g} ms)" if s.get("node") is not None else ""
-        parts.append(f"rank {s['rank']} is the straggler (+{s['excess_ms']:.3g} ms compute over the median "
-                     f"{s['median_ms']:.3g} ms{where})")
+        parts.append(straggler_words(s))
     elif any(p.get("compute_ms") is not None for p in r.get("per_rank") or []):
-        parts.append("no straggler (no rank's compute stands out from the others')")
+        parts.append(f"no straggler (no rank's step or compute exceeds the other ranks' by "
+                     f"{100 * STRAGGLER_SHARE:.0f} % and {STRAGGLER_FLOOR_MS:g} ms)")
     div = r.get("divergent") or []
     for d in div:
         first = d.get("first") or {}
@@ -34,13 +34,43 @@ def ranks_sentence(r: Dict[str, Any]) -> str:
     if not div and n > 1:
         parts.append("every rank built the same graph")
     for rank, names in sorted((r.get("unused") or {}).items(), key=lambda kv: int(kv[0])):
-        shown = ", ".join(names[:4]) + (f", +{len(names) - 4} more" if len(names) > 4 else "")
-        parts.append(f"unused parameters on rank {rank}: {shown}")
+        parts.append(f"unused parameters on rank {rank}: {', '.join(names)}")
+    unknown = [p["rank"] for p in r.get("per_rank") or [] if p.get("unused_scanned") is False]
+    if unknown:
+        parts.append(f"unused parameters unknown on rank{'s' if len(unknown) > 1 else ''} "
+                     f"{', '.join(map(str, unknown))} (no nn.Module found to scan: pass module=)")
     return f"{n} rank{'s' if n != 1 else ''}: " + "; ".join(parts)
+
+
+def straggler_words(s: Dict[str, Any]) -> str:
+    """``"rank 1 is the straggler (+50.2 ms over the other ranks' 3.1 ms, its whole step: forward wall + backward
+    nodes; most in AddmmBackward0 of layers.0 at train.py:12, +0.3 ms)"``."""
+    what = ("its whole step: forward wall + backward nodes" if s.get("measure", "compute") == "own"
+            else "time inside nodes")
+    others = s.get("others_ms", s.get("median_ms"))
+    text = f"rank {s['rank']} is the straggler (+{s['excess_ms']:.3g} ms over the other ranks' {others:.3g} ms, {what}"
+    ne = s.get("node_excess_ms")
+    if s.get("node") is not None and ne is not None and ne >= STRAGGLER_FLOOR_MS:
+        where = f"{s.get('op') or 'node #' + str(s['node'])}"
+        if s.get("module"):
+            where += f" of {s['module']}"
+        if s.get("source"):
+            where += f" at {str(s['source']).replace(chr(92), '/').rsplit('/', 1)[-1]}"
+        text += f"; most in {where}, +{ne:.3g} ms"
+    elif s.get("measure") == "own":
+        text += "; in no node: Python time between ops or waiting"
+    return text + ")"
 
 
 def _n(k: int, word: str) -> str:
     return f"{k} {word}{'s' if k != 1 else ''}"
+
+
+def _unused_cell(p: Dict[str, Any]) -> str:
+    """The unused parameters of one rank: their names, "none", or "unknown" when no module was scanned."""
+    if p.get("unused_scanned") is False:
+        return "unknown"
+    return ", ".join(p.get("unused") or []) or "none"
 
 
 def fmt(v: Any) -> str:
@@ -54,7 +84,7 @@ def ranks_report(r: Dict[str, Any], top: int = 10) -> str:
     for p in r.get("per_rank") or []:
         lines.append(f"  {p['rank']:>5} {fmt(p['forward_ms']):>9} {fmt(p['backward_ms']):>9} "
                      f"{fmt(p['compute_ms']):>9} {fmt(p['wait_ms']):>9} {p['nodes']:>7}  "
-                     f"{'same' if p['same_structure'] else 'DIFFERS':<9}  {', '.join(p['unused']) or '-'}")
+                     f"{'same' if p['same_structure'] else 'DIFFERS':<9}  {_unused_cell(p)}")
     for d in r.get("divergent") or []:
         first = d.get("first") or {}
         lines.append(f"  rank {d['rank']} parts from rank {r.get('reference_rank')} at {first.get('source') or '?'}"

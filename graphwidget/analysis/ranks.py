@@ -84,6 +84,14 @@ def _compute(g: GradGraph) -> Optional[float]:
     return None if fo is None and bn is None else (fo or 0.0) + (bn or 0.0)
 
 
+def _backward_compute(g: GradGraph) -> Optional[float]:
+    """The rank's backward nodes' ms summed, but for :data:`NOT_COMPUTE`; ``None`` when no node has a backward
+    time."""
+    times = [rec["bwd_ms"] for rec in g.nx._node.values()
+             if rec.get("bwd_ms") is not None and rec.get("op") not in NOT_COMPUTE]
+    return float(sum(times)) if times else None
+
+
 class RankSet:
     """The graphs of the ranks of one job (``rank -> GradGraph``), compared (module docstring).
 
@@ -268,38 +276,61 @@ class RankSet:
             compute = _compute(g)
             wall = None if f is None and b is None else (f or 0.0) + (b or 0.0)
             info = g.meta.get("rank") or {}
+            bwd_nodes = _backward_compute(g)
+            own = None if f is None else f + (bwd_nodes or 0.0)
+            fi = t.get("forward_ms_interval")
+            own_iv = ([fi[0] + (bwd_nodes or 0.0), fi[1] + (bwd_nodes or 0.0)]
+                      if own is not None and isinstance(fi, list) and len(fi) == 2 else None)
             out.append({"rank": r, "forward_ms": f, "backward_ms": b, "compute_ms": compute,
                         "wait_ms": None if compute is None or wall is None else max(0.0, wall - compute),
+                        "own_ms": own, "own_interval": own_iv,
                         "nodes": len(g), "same_structure": self.same_structure(r),
-                        "unused": list(info.get("unused") or []), "host": info.get("host")})
+                        "unused": list(info.get("unused") or []),
+                        "unused_scanned": isinstance(info.get("unused"), list), "host": info.get("host")})
         return out
 
     @property
     def straggler(self) -> Optional[Dict[str, Any]]:
-        """``{"rank", "compute_ms", "median_ms", "excess_ms", "node", "node_excess_ms"}`` for the rank that computes
-        clearly longer than the others — above the median rank by :data:`STRAGGLER_SHARE` at least, and ahead of
-        the next slowest rank by more than the spread of all the others — with the reference node where it loses
-        the most against the median of the others; ``None`` when no rank stands out or nothing was timed. Standing
-        out: above the median rank's compute by :data:`STRAGGLER_SHARE` of it and of the median rank's whole step
-        (wall forward + backward) at least, and ahead of the next slowest rank by more than the spread of the
-        others."""
+        """``{"rank", "measure", "rank_ms", "others_ms", "excess_ms", "compute_ms", "median_ms", "node", "op",
+        "module", "source", "node_excess_ms"}`` for the rank that is clearly slower than the others, or ``None``.
+
+        Judged on two measures, each against the median of the *other* ranks (never one that includes the rank
+        judged): ``own`` — the rank's whole step as it spent it itself: the forward's wall time (Python included:
+        a sleep in a module's ``forward`` counts) plus its backward nodes (not the engine's waits, where a DDP rank
+        waits for the slowest); and ``compute`` — the time inside nodes. A rank stands out on a measure when it
+        exceeds the others' median by :data:`STRAGGLER_SHARE` of it and of the others' whole step, and by
+        :data:`STRAGGLER_FLOOR_MS` at least (below that, two identical ranks differ by noise), and, with three
+        ranks or more, leads the next slowest by more than the spread of the others. ``excess_ms`` is the
+        larger excess of the measures it stands out on; ``node`` (with its op, module and line) is the reference
+        node where it loses the most against the median of the others."""
         per = [p for p in self.per_rank() if p["compute_ms"] is not None]
         if len(per) < 2:
             return None
-        med = median([p["compute_ms"] for p in per]) or 0.0
-        walls = [(p["forward_ms"] or 0.0) + (p["backward_ms"] or 0.0) for p in per]
-        step = median(walls) or 0.0
-        worst = max(per, key=lambda p: (p["compute_ms"], -p["rank"]))
-        excess = worst["compute_ms"] - med
-        rest = [p["compute_ms"] for p in per if p is not worst]
-        # It must hold the others back by a visible part of a step (a rank waits for it for `excess`; where waiting
-        # dominates the step, a compute difference far below it is the step's own noise), and stand out from the
-        # pack: ahead of the next slowest rank by more than the others' own spread (jitter spreads every rank; a
-        # straggler is slow on its own).
-        if excess < max(STRAGGLER_SHARE * med, STRAGGLER_SHARE * step, STRAGGLER_FLOOR_MS) or \
-                worst["compute_ms"] - max(rest) <= max(rest) - min(rest):
+        best: Optional[Dict[str, Any]] = None
+        for measure in ("own_ms", "compute_ms"):
+            have = [p for p in per if p.get(measure) is not None]
+            if len(have) < 2:
+                continue
+            worst = max(have, key=lambda p: (p[measure], -p["rank"]))
+            rest = [p[measure] for p in have if p is not worst]
+            others = median(rest) or 0.0
+            step = median([(p["forward_ms"] or 0.0) + (p["backward_ms"] or 0.0) for p in have if p is not worst])
+            excess = worst[measure] - others
+            if excess < max(STRAGGLER_SHARE * others, STRAGGLER_SHARE * (step or 0.0), STRAGGLER_FLOOR_MS):
+                continue
+            if len(rest) >= 2 and worst[measure] - max(rest) <= max(rest) - min(rest):
+                continue
+            ivs = [p.get("own_interval") for p in have]
+            if measure == "own_ms" and all(ivs) and worst["own_interval"][0] <= max(
+                    p["own_interval"][1] for p in have if p is not worst):
+                continue  # its runs overlap another rank's: the forward's run-to-run noise, not a slower rank
+            if best is None or excess > best["excess_ms"]:
+                best = {"rank": worst["rank"], "measure": "own" if measure == "own_ms" else "compute",
+                        "rank_ms": worst[measure], "others_ms": others, "excess_ms": excess,
+                        "compute_ms": worst["compute_ms"], "median_ms": others}
+        if best is None:
             return None
-        r = worst["rank"]
+        r = best["rank"]
         s = self._node_stats()
         node, node_excess = None, None
         if s.get("step_ms"):
@@ -308,14 +339,15 @@ class RankSet:
             for k, i in enumerate(s["ids"]):
                 if mine[k] is None or ops[i].get("op") in NOT_COMPUTE:
                     continue
-                others = [s["step_ms"][str(x)][k] for x in self.ranks if x != r]
-                m = median(others)
+                m = median([s["step_ms"][str(x)][k] for x in self.ranks if x != r])
                 if m is None:
                     continue
                 if node_excess is None or mine[k] - m > node_excess:
                     node, node_excess = i, mine[k] - m
-        return {"rank": r, "compute_ms": worst["compute_ms"], "median_ms": med, "excess_ms": excess,
-                "node": node, "node_excess_ms": node_excess}
+        d = self.graphs[self.reference].nx._node.get(node, {}) if node is not None else {}
+        best.update(node=node, node_excess_ms=node_excess, op=d.get("op"), module=d.get("module"),
+                    source=d.get("source"))
+        return best
 
     # -- the N-way view and the document ----------------------------------------------------------------------------
     def default_shown(self, limit: int = 4) -> List[int]:

@@ -24,15 +24,22 @@ import torch
 from .._util.fds import without_chatter
 from .._util.interrupts import deferred_interrupts
 from ..capturing._deep_free import make_deep_free_safe
+from ..capturing.seq import next_seq
 from ..capturing.walk import walk
 from ..model.graph import GradGraph
 from .cuda_capture import refuse_during_cuda_graph_capture
+from .frames import user_frame, user_source
 from .recorder import Recorder
 from .shared_patch import dynamo_skip
 
 _EVAL = "autograd::engine::evaluate_function: "
+#: The range :class:`MemoryRecorder` opens around each torch call, numbered: where an allocation happened.
+_CALL = "graphwidget::call#"
 #: Names of events that are the engine's or the profiler's own, never a forward op.
-_NOT_OPS = ("[memory]", "autograd::engine::", "[OutOfMemory]")
+_NOT_OPS = ("[memory]", "autograd::engine::", "[OutOfMemory]", _CALL)
+#: A profiler range that costs no op dispatch (so no torch-function mode sees it); absent from old torch, where
+#: the peak keeps its point's place.
+_RANGE = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
 
 
 def _end_ns(event: Any) -> int:
@@ -162,6 +169,28 @@ class MemoryRecorder(Recorder):
     def __init__(self, timer: Any = None) -> None:
         super().__init__(timer=timer)
         self.module_inputs: Dict[str, set] = {}
+        #: one entry per torch call, node or not: (what was called, file, line, module, first seq, end seq)
+        self.places: List[Tuple[str, Optional[str], Optional[int], Optional[str], Optional[int], Optional[int]]] = []
+
+    @dynamo_skip
+    def run(self, func: Any, args: Any, kwargs: Any, start: Any = None) -> Any:
+        """The recorder's call, inside a numbered profiler range, and where it was made, even when it makes no
+        node (a no-grad temporary): an allocation inside the range is placed at this call's op, line and
+        module."""
+        if start is not None or _RANGE is None:
+            return super().run(func, args, kwargs, start)
+        i = len(self.places)
+        self.places.append(("", None, None, None, None, None))  # its number now: calls made inside it come after
+        lo = next_seq() if next_seq is not None else None
+        with _RANGE(f"{_CALL}{i}"):
+            out = super().run(func, args, kwargs)
+        frame = user_frame(2)
+        self.places[i] = (_called(func), frame.f_code.co_filename if frame is not None else None,
+                          frame.f_lineno if frame is not None else None,
+                          self._module_stack[-1] if self._module_stack else None,
+                          lo, next_seq() if next_seq is not None else None)
+        return out
+
 
     @dynamo_skip
     def _pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -172,6 +201,24 @@ class MemoryRecorder(Recorder):
                 k = _storage_key(t)
                 if k is not None:
                     keys.add(k)
+
+
+def _called(func: Any) -> str:
+    """``torch.randn``, ``Tensor.mul``, ``MyFunction.apply``: what a torch call called, as code names it."""
+    owner = getattr(func, "__self__", None)
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if isinstance(owner, type):  # a classmethod: Function.apply
+        return f"{owner.__name__}.{name}"
+    qual = getattr(func, "__qualname__", None) or name
+    if qual.startswith("TensorBase."):
+        qual = "Tensor." + qual[len("TensorBase."):]
+    mod = getattr(func, "__module__", None)
+    if "." not in qual and isinstance(mod, str) and mod.startswith("torch"):
+        mod = {"torch._C._nn": "torch.nn.functional", "torch._C._VariableFunctions": "torch",
+               "torch._C._linalg": "torch.linalg", "torch._C._fft": "torch.fft",
+               "torch._C._special": "torch.special"}.get(mod, mod)
+        return f"{mod}.{qual}"
+    return qual
 
 
 class MemoryProbe:
@@ -192,10 +239,13 @@ class MemoryProbe:
         self._before: Set[Tuple[str, int]] = set()
         #: graph storage ids of the saved tensors that existed before the step
         self.input_ids: set = set()
+        #: :attr:`MemoryRecorder.places` of the run: where each numbered call range was made
+        self._places: Optional[List[Any]] = None
 
     def note_inputs(self, graph: GradGraph, rec: Any, roots: Sequence[Any]) -> None:
         """After the capture, before the backward: which graph storages each module received, and which saved
         storages existed before the step."""
+        self._places = getattr(rec, "places", None)
         modules = isinstance(rec, MemoryRecorder) and bool(rec.module_inputs)
         if not (modules or self._before):
             return
@@ -260,6 +310,7 @@ class MemoryProbe:
         mem: List[Tuple[int, int]] = []
         ops: List[Any] = []
         evals: List[Any] = []
+        calls: List[Tuple[int, int, int]] = []
         for e in events:
             name = e.name()
             if name == "[memory]":
@@ -267,6 +318,8 @@ class MemoryProbe:
                     mem.append((e.start_ns(), e.nbytes()))
             elif name.startswith(_EVAL):
                 evals.append(e)
+            elif name.startswith(_CALL):
+                calls.append((e.start_ns(), _end_ns(e), int(name[len(_CALL):])))
             elif not name.startswith(_NOT_OPS) and not _user_annotation(e):
                 ops.append(e)
         mem.sort(key=lambda m: m[0])
@@ -310,9 +363,52 @@ class MemoryProbe:
             "module_inputs": {k: sorted(v) for k, v in (module_inputs or {}).items() if v},
             "inputs": sorted(self.input_ids),
             "backward": backward,
+            "peak_at": (self._peak_place(times, level, points, len(fwd), ops, evals, calls, seq_to_node)
+                        if points else None),
         }
         graph.meta["memory"] = record
         return record
+
+    def _peak_place(self, times: List[int], level: List[int], points: List[Tuple[int, int]], n_fwd: int,
+                    ops: List[Any], evals: List[Any], calls: List[Tuple[int, int, int]],
+                    seq_to_node: Dict[int, int]) -> Optional[Dict[str, Any]]:
+        """Where the allocator's level first reached its maximum over the points: the allocation's own op (the
+        outermost op event around it and the innermost, the one that allocated), and, in the forward, the torch
+        call around it with its line and module, whether or not that call made a node; in the backward, the node
+        that was running."""
+        hi = bisect.bisect_right(times, points[-1][1])
+        if hi == 0:
+            return None
+        k = max(range(hi), key=lambda i: (level[i], -i))
+        t = times[k]
+        around = [e for e in ops if e.start_ns() <= t <= _end_ns(e)]
+        outer = min(around, key=lambda e: (e.start_ns(), -_end_ns(e)), default=None)
+        inner = max(around, key=lambda e: (e.start_ns(), -_end_ns(e)), default=None)
+        # the point whose span holds the allocation (points end in time order)
+        p = min(bisect.bisect_left([pt[1] for pt in points], t), len(points) - 1)
+        bwd_start = min((e.start_ns() for e in evals), default=None)
+        out: Dict[str, Any] = {
+            "bytes": int(level[k]), "point": p,
+            "phase": "backward" if bwd_start is not None and t >= bwd_start and p >= n_fwd else "forward",
+            "op": outer.name() if outer is not None else None,
+            "alloc_op": inner.name() if inner is not None else None,
+            "call": None, "source": None, "code": None, "module": None, "node": None}
+        if out["phase"] == "backward":
+            out["node"] = points[p][0]
+            return out
+        places = self._places or []
+        inside = [c for c in calls if c[0] <= t <= c[1] and c[2] < len(places)]
+        if not inside:
+            return out
+        name, fname, line, module, lo, end = places[max(inside)[2]]
+        import linecache
+        out.update(call=name or None, module=module,
+                   source=user_source(fname, line) if fname is not None and line is not None else None,
+                   code=(linecache.getline(fname, line).strip() or None) if fname and line else None)
+        if lo is not None and end is not None and end > lo:
+            made = [seq_to_node[q] for q in range(lo, end) if q in seq_to_node]
+            out["node"] = made[-1] if made else None
+        return out
 
     @staticmethod
     def _forward_points(ops: List[Any], evals: List[Any], seq_to_node: Dict[int, int]) -> List[Tuple[int, int]]:

@@ -171,14 +171,14 @@ def check(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor], preci
         tol = K_ROUND * (ra + rb) * precision.eps_ref / precision.eps_run + K_FLOOR * precision.eps_last * scale
         rel = (lambda v: v / scale) if scale > 0 else (lambda v: 0.0)
         row.update(max_abs=ab, max_rel=rel(ab), rounding=rel(max(ra, rb)), ref_diff=rel(ref), tol=rel(tol),
-                   allclose=ref <= tol)
+                   allclose=ref <= tol, ref_diff_abs=ref, tol_abs=tol, scale=scale)
         if not row["allclose"]:
             row["note"] = (f"A and B differ by {rel(ref):.2g} in float64 too, beyond what rounding explains "
                            f"({rel(tol):.2g})")
     else:
         rtol = rtol_for(a.dtype, b.dtype)
         max_rel = ab / scale if scale > 0 else 0.0
-        row.update(max_abs=ab, max_rel=max_rel, allclose=max_rel <= rtol, tol=rtol)
+        row.update(max_abs=ab, max_rel=max_rel, allclose=max_rel <= rtol, tol=rtol, scale=scale)
     if a.dtype != b.dtype:
         row["note"] = (row.get("note", "") + "; " if row.get("note") else "") + \
             f"dtypes differ: {dtype_name(a)} vs {dtype_name(b)}"
@@ -228,7 +228,9 @@ def summarise(rows: Sequence[Dict[str, Any]], precision: Precision, mutated: Dic
             and not r.get("near_zero")]
     out = {"equivalent": all(r["allclose"] for r in rows), **precision.record(),
            "near_zero": sum(1 for r in rows if r.get("near_zero")),
+           # relative figures (each tensor's difference over its largest value), and the absolute A-vs-B beside
            "ab": max((r["max_rel"] for r in real), default=None),
+           "ab_abs": max((r["max_abs"] for r in real if r.get("max_abs") is not None), default=None),
            "rounding": max((r["rounding"] for r in real), default=None),
            "mutated": {k: list(v) for k, v in mutated.items() if v},
            "tensors": list(rows)}

@@ -109,7 +109,8 @@ def profile(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any
     # Ranks are compared node by node: per-node medians over the repeats, so that one run a rank spent descheduled
     # (or, under DDP, waiting inside a node's hook) does not make it the straggler. stat= still chooses.
     kwargs.setdefault("stat", "median")
-    return gathered(lambda: _profile(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.profile")
+    return gathered(lambda: _profile(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.profile",
+                    args, kwargs)
 
 
 def trace(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) -> Any:
@@ -117,7 +118,8 @@ def trace(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) 
     if ranks is None:
         return _trace(fn, *args, **kwargs)
     opts = _options(ranks, "graphwidget.trace")
-    return gathered(lambda: _trace(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.trace")
+    return gathered(lambda: _trace(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.trace",
+                    args, kwargs)
 
 
 def _with_ranks(fn: Any, stage: Any) -> None:
@@ -146,10 +148,13 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}{where}"
 
 
-def unused_parameters(fn: Any, module: Any, g: GradGraph) -> Optional[List[str]]:
+def unused_parameters(fn: Any, module: Any, g: GradGraph, args: Sequence[Any] = (),
+                      kwargs: Optional[Dict[str, Any]] = None) -> Optional[List[str]]:
     """The parameters (requiring grad) of the modules the step reaches — ``module``, or ``fn`` and what it reaches
-    through closures and globals (named as :func:`graphwidget.compare` names them) — that no node of ``g`` reads;
-    ``None`` when no module was found."""
+    through closures and globals, and the ``nn.Module`` arguments it was given (DDP as ``step(model, batch)``;
+    one such argument is named as ``module=`` would be, several by position or keyword) — that no node of ``g``
+    reads (named as :func:`graphwidget.compare` names them); ``None`` when no module was found (unknown, not
+    none)."""
     from ..profiling.checks import select_roots
     from .naming import Namer, leaf_tensors
     namer = Namer()
@@ -157,6 +162,10 @@ def unused_parameters(fn: Any, module: Any, g: GradGraph) -> Optional[List[str]]
         namer.module("", module)
     else:
         namer.scan_function(fn)
+        given = [(f"args[{i}]", a) for i, a in enumerate(args) if isinstance(a, torch.nn.Module)] + \
+            [(k, a) for k, a in (kwargs or {}).items() if isinstance(a, torch.nn.Module)]
+        for name, m in given:
+            namer.module("" if len(given) == 1 else name, m)
     params = [(n, t) for n, t in namer.items if isinstance(t, torch.nn.Parameter) and t.requires_grad]
     if not params:
         return None
@@ -165,7 +174,8 @@ def unused_parameters(fn: Any, module: Any, g: GradGraph) -> Optional[List[str]]
     return [n for n, t in params if id(t) not in used]
 
 
-def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, who: str) -> Any:
+def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, who: str, args: Sequence[Any] = (),
+             kwargs: Optional[Dict[str, Any]] = None) -> Any:
     """Run the step on this rank, then gather (module docstring)."""
     dist = _dist(who)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -193,7 +203,7 @@ def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, wh
     info: Dict[str, Any] = {"rank": rank, "world_size": world, "host": socket.gethostname(), "pid": os.getpid(),
                             "backend": str(dist.get_backend()), "call": call}
     try:
-        info["unused"] = unused_parameters(fn, module, g)
+        info["unused"] = unused_parameters(fn, module, g, args, kwargs)
     except Exception as exc:  # noqa: BLE001 - what is unused is extra information, never worth a lost gather
         info["unused"] = None
         info["unused_error"] = f"{type(exc).__name__}: {exc}"
@@ -302,7 +312,8 @@ def _wait_all(store: Any, prefix: str, world: int, rank: int, timeout: float, wh
         if errors:
             first = min(errors, key=lambda r: float(got[r].get("t") or 0.0))
             missing = [r for r in range(world) if r not in got]
-            tail = (f"; ranks {missing} had not arrived (probably waiting for rank {first} in a collective)"
+            # only what is known: they had not posted a status; where they are (a collective or not) is not known
+            tail = (f"; ranks {missing} had not finished their step (no status posted; where they are is not known)"
                     if missing else "")
             raise RankError(f"{who}: rank {first} raised {errors[first]}" +
                             (f" (and ranks {sorted(set(errors) - {first})} too)" if len(errors) > 1 else "") +
@@ -316,8 +327,9 @@ def _wait_all(store: Any, prefix: str, world: int, rank: int, timeout: float, wh
             _post(store, prefix, rank, {"error": f"rank {rank} stopped waiting for ranks {missing} after {timeout:g} s",
                                         "gave_up": missing, "t": time.time()})
             raise RankError(f"{who}: ranks {missing} did not finish their step within {timeout:g} s of rank {rank} "
-                            f"(they may be stuck in a collective, have exited without a Python exception, or be "
-                            f"much slower); nothing was gathered. Ranks(timeout=...) sets the wait.", missing,
+                            f"and posted no status (no error either: they are still running, blocked, or gone "
+                            f"without a Python exception; nothing more is known); nothing was gathered. "
+                            f"Ranks(timeout=...) sets the wait.", missing,
                             {r: None for r in missing})
         time.sleep(pause)
         pause = min(0.2, pause * 2)

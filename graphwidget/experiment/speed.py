@@ -158,13 +158,22 @@ def _width(t: Dict[str, Any]) -> float:
 
 def _clock(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, band: float,
            resamples: int = 0, level: float = LEVEL) -> Tuple[bool, Dict[str, Any]]:
-    """``(use CPU time?, the whole step judged on that clock)``: CPU time when its interval for the whole step is
-    the narrower, else the wall clock (CUDA: events)."""
+    """``(use CPU time?, the whole step judged on that clock)``: on the CPU, CPU time when the two clocks disagree
+    (either's ratio outside the other's interval: under load the longer side is pre-empted more, which biases the
+    wall clock, whose interval can still be the narrower), else the clock whose interval is the narrower; CUDA:
+    events."""
     wall = _judge(a, b, "step", False, band, level=level)
     if cuda:
         return False, wall
     cpu = _judge(a, b, "step", True, band, level=level)
+    if disagree(wall, cpu):
+        return True, cpu
     return (True, cpu) if _width(cpu) < _width(wall) else (False, wall)
+
+
+def disagree(wall: Dict[str, Any], cpu: Dict[str, Any]) -> bool:
+    """Whether the wall clock's ratio lies outside CPU time's interval or the other way round."""
+    return not (cpu["low"] <= wall["ratio"] <= cpu["high"]) or not (wall["low"] <= cpu["ratio"] <= wall["high"])
 
 
 def busy() -> Tuple[float, int]:
@@ -236,9 +245,16 @@ def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: in
 
     sampled = sample(sides, alternate, decided, budget_s, min_rounds, max_rounds)
     use_cpu = decided_on[0] if decided_on else _clock(a.samples, b.samples, cuda, band)[0]
-    why = ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
-           if use_cpu else "wall clock: its interval was the narrower") + (" at the look that decided" if decided_on
-                                                                            else "")
+    split = not cuda and disagree(_judge(a.samples, b.samples, "step", False, band),
+                                  _judge(a.samples, b.samples, "step", True, band))
+    if split:
+        why = ("process CPU time: the wall clock and CPU time disagree (other processes' load, which pre-empts the "
+               "longer side more, does not count in CPU time)")
+        use_cpu = True
+    else:
+        why = ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
+               if use_cpu else "wall clock: its interval was the narrower") + (
+            " at the look that decided" if decided_on else "")
     return record(a.samples, b.samples, cuda, use_cpu, band, sampled, budget_s, ORDER, why)
 
 
@@ -281,8 +297,15 @@ def record(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, use_cpu: bool, ba
         "clock_why": "CUDA events around the forward and the backward" if cuda else clock_why,
         "band": band, "level": LEVEL, **sampled, "budget_s": budget_s, "order": order, "instrumented": False,
     }
+    out["clocks_disagree"] = bool(not cuda and disagree(_judge(a, b, "step", False, band),
+                                                        _judge(a, b, "step", True, band)))
     for phase in PHASES:
         t = _judge(a, b, phase, use_cpu, band)
+        if phase == "step":  # the fastest call of each side on that clock, and its throughput
+            fast = [min(_phase(x, phase, use_cpu)) for x in (a, b)]
+            t["fastest_ms"] = fast
+            t["calls_per_s"] = [1e3 / v if v > 0 else None for v in fast]
+            t["clocks_disagree"] = out["clocks_disagree"]
         if not cuda:
             other = _judge(a, b, phase, not use_cpu, band)
             t["wall" if use_cpu else "cpu"] = {k: other[k] for k in ("ratio", "low", "high", "verdict", "ms")}

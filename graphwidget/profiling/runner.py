@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from .._util.intervals import median_interval
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture
 from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
@@ -96,6 +97,12 @@ def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, re
         **meta,
     }
     graph.steps = _steps(measured if measured is not None else kept, kept, backward)
+    fi = median_interval([r.fwd_wall for r in kept])
+    if fi is not None:  # how much one forward's wall time moves between runs (a straggler must clear it)
+        graph.meta["timing"]["forward_ms_interval"] = [round(fi[1], 6), round(fi[2], 6)]
+    per_module = module_forward_ms(graph, kept)
+    if per_module:
+        graph.meta["timing"]["module_fwd_ms"] = per_module
 
 
 def _steps(runs: List[Run], kept: List[Run], backward: bool) -> List[Dict[str, Any]]:
@@ -107,6 +114,28 @@ def _steps(runs: List[Run], kept: List[Run], backward: bool) -> List[Dict[str, A
              "bwd": array("d", [nan if x is None else x for x in r.bwd]) if backward else None,
              "fwd_wall": r.fwd_wall, "bwd_wall": r.bwd_wall if backward else None, "kept": id(r) in used}
             for r in runs]
+
+
+def module_forward_ms(graph: GradGraph, kept: List[Run]) -> Dict[str, List[float]]:
+    """Per module path (every prefix of a node's ``module``): ``[median, lo, hi]`` over the runs of each run's sum of
+    the module's node times, ``lo``/``hi`` an order-statistic interval of that median (``median_interval``). One
+    slow op in one run moves the run's sum, not the median: what a checkpoint's recompute time is read from."""
+    nodes = graph.nx.nodes
+    members: Dict[str, List[int]] = {}
+    for i in range(len(nodes)):
+        m = nodes[i].get("module") if i in nodes else None
+        if m is None:
+            continue
+        parts = m.split(".") if m else []
+        for k in range(len(parts) + 1):
+            members.setdefault(".".join(parts[:k]), []).append(i)
+    out: Dict[str, List[float]] = {}
+    for path, idx in members.items():
+        sums = [sum(r.fwd[i] or 0.0 for i in idx if i < len(r.fwd)) for r in kept]
+        mi = median_interval(sums)
+        if mi is not None:
+            out[path] = [round(x, 6) for x in mi]
+    return out
 
 
 def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,

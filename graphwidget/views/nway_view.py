@@ -142,7 +142,7 @@ def _ranks_html(d: Any, top: int) -> str:
             f"<tr data-rank='{p.get('rank')}'><td>{_esc(p.get('rank'))}</td><td>{_ms(p.get('forward_ms'))}</td>"
             f"<td>{_ms(p.get('backward_ms'))}</td><td>{_ms(p.get('compute_ms'))}</td><td>{_ms(p.get('wait_ms'))}</td>"
             f"<td>{_esc(p.get('nodes'))}</td><td>{'same' if p.get('same_structure') else 'DIFFERS'}</td>"
-            f"<td>{_esc(', '.join(p.get('unused') or []) or '-')}</td></tr>" for p in per)
+            f"<td>{_esc(_unused(p))}</td></tr>" for p in per)
         out.append("<table class='gw-nway-ranks'><thead><tr><th>rank</th><th>forward ms</th><th>backward ms</th>"
                    "<th>compute ms (nodes)</th><th>waiting ms</th><th>nodes</th><th>graph</th>"
                    f"<th>unused parameters</th></tr></thead><tbody>{rows}</tbody></table>")
@@ -182,3 +182,8 @@ STYLE = (".gw-nway-head{padding:12px 16px;font:14px system-ui,-apple-system,'Seg
          ".gw-nway-head table{border-collapse:collapse;margin:8px 0}.gw-nway-head td,.gw-nway-head th{padding:2px 8px;"
          "border-bottom:1px solid #8884;text-align:left}.gw-nway-bad td{color:#b00020;font-weight:bold}"
          ".gw-nway-root{height:85vh;min-height:420px;border-top:1px solid #8884}")
+
+
+def _unused(p: Any) -> str:
+    """A rank's unused parameters: their names, "none", or "unknown" when no module was scanned."""
+    return "unknown" if p.get("unused_scanned") is False else ", ".join(p.get("unused") or []) or "none"

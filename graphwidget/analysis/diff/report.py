@@ -29,7 +29,10 @@ def equivalence_text(d: "Diff") -> Optional[str]:
         zero_text = f"; {zero} of them zero up to rounding" if zero else ""
         if eq.get("method") == "float64":
             ab, rounding = eq.get("ab"), eq.get("rounding")
-            figures = (f"{la} vs {lb} {_num(ab)}; rounding {_num(rounding)}" if ab is not None else
+            absolute = f", {_num(eq['ab_abs'])} absolute" if eq.get("ab_abs") is not None else ""
+            figures = (f"{la} vs {lb} differ by {_num(ab)} relative to each tensor's largest value{absolute}; "
+                       f"each side's own float32-vs-float64 rounding up to {_num(rounding)} relative"
+                       if ab is not None else
                        "every value is zero up to rounding")
             return (f"same maths within {eq.get('precision') or 'floating-point'} rounding ({figures}; "
                     f"{len(tensors)} tensors, checked against float64 runs{zero_text})")

@@ -550,3 +550,47 @@ def test_documents_built_in_python_with_subclasses_still_load(doc: Dict[str, Any
     n = node_with(d, lambda n: n.get("fwd_ms") is not None)
     n["fwd_ms"] = Ms(0.5)
     assert io.from_dict(d).node(n["id"])["fwd_ms"] == 0.5
+
+
+# -- gzip: a bomb is refused as it grows; real files, several members and padding load ------------------------------
+def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path: Path, doc: Dict[str, Any],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+    import tracemalloc
+    text = json.dumps(doc)
+    # JSON with 64 MB of whitespace after it: valid, and what a bomb looks like (it compresses about 1000 to 1)
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as f:
+        f.write(text.encode())
+        for _ in range(64):
+            f.write(b" " * (1 << 20))
+    monkeypatch.setenv("GRAPHWIDGET_MAX_JSON_BYTES", str(4 << 20))
+    tracemalloc.start()
+    try:
+        for read in (lambda: gw.load(bomb), lambda: gw.load_json(bomb.read_bytes())):
+            with pytest.raises(gw.SchemaError, match=r"decompresses to more than 4194304 bytes .*"
+                                                     r"GRAPHWIDGET_MAX_JSON_BYTES"):
+                read()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"{peak} bytes held while refusing a 64 MB bomb with a 4 MB limit"
+    monkeypatch.setenv("GRAPHWIDGET_MAX_JSON_BYTES", str(80 << 20))  # raised, as the message says: it loads
+    assert len(gw.load(bomb)) == len(gw.load_json(text))
+    monkeypatch.setenv("GRAPHWIDGET_MAX_JSON_BYTES", "lots")
+    with pytest.raises(gw.SchemaError, match="GRAPHWIDGET_MAX_JSON_BYTES='lots': a number of bytes > 0"):
+        gw.load(bomb)
+    monkeypatch.delenv("GRAPHWIDGET_MAX_JSON_BYTES")
+    # as gzip.decompress reads them: two members one after the other, zero padding after the last
+    half = len(text) // 2
+    two = tmp_path / "two.json.gz"
+    two.write_bytes(gzip.compress(text[:half].encode()) + gzip.compress(text[half:].encode()) + b"\0" * 8)
+    assert len(gw.load(two)) == len(gw.load_json(text))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(text.encode())[:-12])
+    with pytest.raises(gw.SchemaError, match="not a complete gzip file"):
+        gw.load(cut)
+    junk = tmp_path / "junk.json.gz"
+    junk.write_bytes(gzip.compress(text.encode()) + b"not gzip")
+    with pytest.raises(gw.SchemaError, match="not a complete gzip file"):
+        gw.load(junk)

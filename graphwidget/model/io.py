@@ -6,10 +6,11 @@ graphs also untracks their records from the cyclic GC; without it, the same grap
 """
 from __future__ import annotations
 
-import gzip
 import json
+import os
 import re
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -23,6 +24,58 @@ from .writer import registered_core as _core
 
 __all__ = ["load_json", "read_file", "parse", "validate", "from_dict", "graph_from_parsed", "to_dict", "to_json",
            "register_accelerator"]
+
+#: The most bytes a gzip-compressed document may decompress to (``GRAPHWIDGET_MAX_JSON_BYTES`` overrides it): far
+#: above any graph's JSON, so only a file built to exhaust memory (a gzip bomb) meets it.
+MAX_DECOMPRESSED = 2 << 30
+_LIMIT_ENV = "GRAPHWIDGET_MAX_JSON_BYTES"
+
+
+def decompress_limit() -> int:
+    """:data:`MAX_DECOMPRESSED`, or the ``GRAPHWIDGET_MAX_JSON_BYTES`` environment variable when set."""
+    raw = os.environ.get(_LIMIT_ENV)
+    if raw is None or not raw.strip():
+        return MAX_DECOMPRESSED
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = -1
+    if limit <= 0:
+        raise schema.SchemaError(f"{_LIMIT_ENV}={raw!r}: a number of bytes > 0, e.g. {MAX_DECOMPRESSED}.")
+    return limit
+
+
+def gunzip(data: bytes, who: str) -> bytes:
+    """Decompress gzip data (one member or several, as ``gzip.decompress``), refusing with a
+    :class:`~graphwidget.SchemaError` once the output would pass :func:`decompress_limit`: the limit is checked as
+    the output grows, so a gzip bomb is refused before it fills memory."""
+    limit = decompress_limit()
+    out = bytearray()
+    rest = bytes(data)
+    while rest:
+        d = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
+        buf = rest
+        try:
+            while not d.eof:
+                chunk = d.decompress(buf, limit + 1 - len(out))
+                out += chunk
+                if len(out) > limit:
+                    raise schema.SchemaError(
+                        f"{who}: the gzip data decompresses to more than {limit} bytes ({len(data)} compressed), "
+                        f"more than any graph's JSON; if the file is genuine, raise the limit by setting "
+                        f"{_LIMIT_ENV} to a number of bytes.")
+                buf = d.unconsumed_tail
+                if not chunk and not buf:
+                    break  # input used up before the end of the stream
+        except zlib.error as exc:
+            raise schema.SchemaError(f"{who}: not a complete gzip file ({exc}).") from None
+        if not d.eof:
+            raise schema.SchemaError(f"{who}: not a complete gzip file (it ends before its end-of-stream marker).")
+        rest = d.unused_data
+        if rest and not rest.lstrip(b"\0"):
+            break  # zero padding after the last member, which gzip tolerates too
+    return bytes(out)
+
 
 class _Constant:
     """What ``NaN`` / ``Infinity`` / ``-Infinity`` parse to: found afterwards, so the error can say where it is."""
@@ -117,10 +170,7 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
     too long to read; nesting so deep the parser gives up, and where."""
     if isinstance(text, (bytes, bytearray)):
         if text[:2] == b"\x1f\x8b":  # gzip (a .json.gz file's bytes)
-            try:
-                text = gzip.decompress(text)
-            except (OSError, EOFError) as exc:
-                raise schema.SchemaError(f"{who}: the bytes are gzip but not a complete gzip file ({exc}).") from None
+            text = gunzip(bytes(text), who)
         text = _decode(bytes(text), who)
     if not isinstance(text, str):
         raise TypeError(f"{who} expects the JSON text GradGraph.to_json() wrote (a str); got {type(text).__name__}.")
@@ -148,14 +198,12 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
 
 
 def read_file(path: Any) -> bytes:
-    """A file's bytes, gunzipped when they are gzip (whatever the name) or the name ends in ``.gz``."""
+    """A file's bytes, gunzipped when they are gzip (whatever the name) or the name ends in ``.gz``, within
+    :func:`decompress_limit`."""
     p = Path(path)
     data = p.read_bytes()
     if data[:2] == b"\x1f\x8b" or p.suffix == ".gz":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise schema.SchemaError(f"graphwidget.load: {p} is not a complete gzip file ({exc}).") from None
+        data = gunzip(data, f"graphwidget.load: {p}")
     return data
 
 

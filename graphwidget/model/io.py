@@ -29,6 +29,7 @@ __all__ = ["load_json", "read_file", "parse", "validate", "from_dict", "graph_fr
 #: above any graph's JSON, so only a file built to exhaust memory (a gzip bomb) meets it.
 MAX_DECOMPRESSED = 2 << 30
 _LIMIT_ENV = "GRAPHWIDGET_MAX_JSON_BYTES"
+_CHUNK = 1 << 24
 
 
 def decompress_limit() -> int:
@@ -57,7 +58,7 @@ def gunzip(data: bytes, who: str) -> bytes:
         buf = rest
         try:
             while not d.eof:
-                chunk = d.decompress(buf, limit + 1 - len(out))
+                chunk = d.decompress(buf, min(limit + 1 - len(out), _CHUNK))  # pieces: no second copy of it all
                 out += chunk
                 if len(out) > limit:
                     raise schema.SchemaError(

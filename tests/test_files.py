@@ -594,3 +594,27 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path: Path, doc: Dict
     junk.write_bytes(gzip.compress(text.encode()) + b"not gzip")
     with pytest.raises(gw.SchemaError, match="not a complete gzip file"):
         gw.load(junk)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_stride_shorter_than_its_shape_is_refused_at_load(version: int) -> None:
+    # before: accepted, then advise() raised IndexError deep in the memory-layout rule
+    x = torch.randn(4, 6, requires_grad=True)
+    g = gw.capture((x.t().contiguous() * x.t()).sum())
+    doc = json.loads(g.to_json(version=version))
+    text = json.dumps(doc)
+    bad = copy.deepcopy(doc)
+    if version == 1:
+        node = next(n for n in bad["nodes"] if n.get("saved"))
+        node["saved"][0]["stride"] = node["saved"][0]["stride"][:1]
+        where = fr"node {node['id']}\b.*saved\[0\]\.stride must have one entry per dimension"
+    else:
+        column = bad["nodes"]["saved"]
+        values = column["table"] if isinstance(column, dict) and "table" in column else column
+        rec = next(v for v in values if v)
+        rec[0]["stride"] = rec[0]["stride"][:1]
+        where = r"saved\[0\]\.stride must have one entry per dimension"
+    with pytest.raises(gw.SchemaError, match=where):
+        gw.load_json(json.dumps(bad))
+    same = gw.load_json(text)  # the untouched document loads, and the rule that indexed the stride runs
+    gw.advise(same)

@@ -284,7 +284,7 @@ def _records_ok(records: Sequence[Any], spec: schema._Spec, depth: int) -> bool:
                 return False
         elif not _all_ok(values, check[0]):
             return False
-    return True
+    return "stride" not in spec or "stride" not in keys or all(map(schema._strides_match, records))
 
 
 #: Node and edge checks whose values are records: the record spec, whether a value is a list of them, whether that

@@ -262,7 +262,15 @@ def _fault(rec: Dict[str, Any], spec: _Spec, depth: int) -> Any:
                 return key
         elif not s[0](v):
             return key
+    if "stride" in spec and not _strides_match(rec):
+        return "stride"
     return None
+
+
+def _strides_match(rec: Dict[str, Any]) -> bool:
+    """A record's ``stride`` has one entry per dimension of its ``shape`` (either may be null)."""
+    shape, stride = rec.get("shape"), rec.get("stride")
+    return not (isinstance(shape, list) and isinstance(stride, list)) or len(shape) == len(stride)
 
 
 def _fault_text(rec: Dict[str, Any], spec: _Spec, key: Any, path: str, depth: int) -> str:
@@ -270,6 +278,9 @@ def _fault_text(rec: Dict[str, Any], spec: _Spec, key: Any, path: str, depth: in
     s = spec.get(key)
     if s is None:
         return _plain_text(rec[key], f"{path}.{key}", depth + 1)
+    if key == "stride" and s[0](rec[key]):
+        return (f"{path}.stride must have one entry per dimension of {path}.shape ({len(rec['shape'])}); got "
+                f"{_show(rec[key])} for shape {_show(rec['shape'])}.")
     return f"{path}.{key} must be {s[1]} or null; got {_show(rec[key])}."
 
 

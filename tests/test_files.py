@@ -618,3 +618,24 @@ def test_a_stride_shorter_than_its_shape_is_refused_at_load(version: int) -> Non
         gw.load_json(json.dumps(bad))
     same = gw.load_json(text)  # the untouched document loads, and the rule that indexed the stride runs
     gw.advise(same)
+
+
+@pytest.mark.parametrize("where", ["source", "module", "attrs"])
+def test_a_lone_surrogate_is_refused_at_load_naming_the_field(doc: Dict[str, Any], tmp_path: Path, where: str) -> None:
+    # before: accepted, then export_html raised UnicodeEncodeError
+    bad = copy.deepcopy(doc)
+    node = next(n for n in bad["nodes"] if n.get("kind") == "backward")
+    if where == "attrs":
+        node["attrs"] = {"note": "half \ud800 a pair"}
+    else:
+        node[where] = "model.py\ud800:3"
+    for text in (json.dumps(bad), json.dumps(bad, ensure_ascii=False)):  # escaped, and the code point itself
+        with pytest.raises(gw.SchemaError, match=r"nodes\[\d+\]\.%s.* holds a lone surrogate" % where):
+            gw.load_json(text)
+    # a pair is one character (an emoji in a path): it loads and exports
+    good = copy.deepcopy(doc)
+    node = next(n for n in good["nodes"] if n.get("kind") == "backward")
+    node["source"] = "models/\U0001F600.py:3"
+    g = gw.load_json(json.dumps(good))
+    assert any("\U0001F600" in (d.get("source") or "") for _, d in g.nx.nodes(data=True))
+    assert gw.export_html(g, tmp_path / "g.html").stat().st_size > 0  # the data is packed (gzip): it encodes

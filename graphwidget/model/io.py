@@ -169,7 +169,8 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
     """Parse JSON text (a str, or UTF-8 bytes, gzip-compressed or not) with clear errors, all
     :class:`~graphwidget.SchemaError` (a ``ValueError``): not UTF-8; not JSON; NaN or Infinity, and where; a number
     too long to read; nesting so deep the parser gives up, and where."""
-    if isinstance(text, (bytes, bytearray)):
+    decoded = isinstance(text, (bytes, bytearray))  # then it holds no surrogate code point: UTF-8 has none
+    if decoded:
         if text[:2] == b"\x1f\x8b":  # gzip (a .json.gz file's bytes)
             text = gunzip(bytes(text), who)
         text = _decode(bytes(text), who)
@@ -195,7 +196,45 @@ def parse(text: Any, who: str = "graphwidget.load_json") -> Any:
         raise schema.SchemaError(f"{who}: {exc}.") from None
     if found:
         raise _constant_error(doc, who)
+    if _maybe_surrogate(text, decoded):  # rare: only then walk the document for the string
+        where = _lone_surrogate(doc, "")
+        if where is not None:
+            raise schema.SchemaError(
+                f"{who}: {where or 'the document'} holds a lone surrogate (a half of a UTF-16 pair, such as "
+                f"\\ud800), which is not text: no UTF-8 file or page can hold it; write the character it stood "
+                f"for, or remove it.")
     return doc
+
+
+def _maybe_surrogate(text: str, decoded: bool) -> bool:
+    """Whether the text may hold a surrogate: a JSON escape starting like one (``\\ud800``; a pair of them is one
+    character, which the parse joins), or, in a str not decoded from UTF-8, a surrogate code point itself. Substring
+    searches and ``isascii`` only: a regular expression over the whole text would cost a fraction of the parse."""
+    if "\\ud" in text or "\\uD" in text:
+        return True
+    return not decoded and not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _lone_surrogate(v: Any, path: str) -> Any:
+    """The path (``nodes[3].source``) of the first string (or key) holding a surrogate code point, or None."""
+    stack = [(v, path)]
+    while stack:
+        v, path = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v) is not None:
+                return path
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                at = f"{path}.{k}" if path else str(k)
+                if isinstance(k, str) and _SURROGATE.search(k) is not None:
+                    return f"{at} (a key)"
+                stack.append((x, at))
+        elif isinstance(v, list):
+            stack.extend((x, f"{path}[{j}]") for j, x in enumerate(v))
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def read_file(path: Any) -> bytes:

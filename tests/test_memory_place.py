@@ -45,9 +45,17 @@ def _line_of(fn, text: str) -> int:
 
 
 def _hand_peak(fn) -> int:
+    import gc
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
+    # The sum starts at 0: a block allocated before the window and freed inside it (garbage of an earlier test
+    # collected mid-run) would pull the sum below the truth, so collect first and not during the window.
+    gc.collect()
+    gc.disable()
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+    finally:
+        gc.enable()
     run = peak = 0
     for e in sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
                     key=lambda e: e.start_ns()):

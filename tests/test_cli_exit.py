@@ -79,7 +79,16 @@ def torch_modules(importtime_stderr: str) -> List[str]:
 
 def one_message(stderr: str) -> str:
     assert "Traceback" not in stderr, stderr
-    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("import time:")]
+    lines, warning = [], False
+    for ln in stderr.splitlines():
+        # an old torch's MissingFactWarning (what it does not expose: tests/torch_facts.py) and its source line
+        # come before the message; they are facts of that torch, not a second message
+        if "MissingFactWarning: graphwidget:" in ln or (warning and ln.startswith(" ")):
+            warning = True
+            continue
+        warning = False
+        if ln.strip() and not ln.startswith("import time:"):
+            lines.append(ln)
     assert len(lines) == 1, stderr
     return lines[0]
 
@@ -106,7 +115,9 @@ def test_help_and_usage_errors_are_answered_before_torch_loads(work: Path, args:
     r = gw(work, *args, importtime=True)
     assert r.returncode == code, r.stdout + r.stderr
     assert says in r.stdout + r.stderr
-    assert torch_modules(r.stderr) == [], "torch was imported to answer " + " ".join(args)
+    if sys.version_info >= (3, 10):  # 3.9 has no sys.orig_argv: the package cannot tell it runs as the CLI, and
+        # loads torch on import as always (graphwidget/__init__.py, _running_the_cli); the answers are the same
+        assert torch_modules(r.stderr) == [], "torch was imported to answer " + " ".join(args)
 
 
 def test_compare_help_lists_every_exit_status(work: Path) -> None:

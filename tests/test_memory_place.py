@@ -46,6 +46,7 @@ def _line_of(fn, text: str) -> int:
 
 def _hand_peak(fn) -> int:
     import gc
+
     from torch.profiler import ProfilerActivity, profile
     # The sum starts at 0: a block allocated before the window and freed inside it (garbage of an earlier test
     # collected mid-run) would pull the sum below the truth, so collect first and not during the window.

@@ -512,7 +512,8 @@ def hammer(call: Callable[[], Any], caller: Caller, trials: int, changes_grads: 
                 counts["after commit"] += 1
                 expect = {"before", "after"}
         bad = clean_state()
-        while torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
+        top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)  # absent in torch 2.4
+        while top is not None and top(False) is not None:
             # torch.utils.checkpoint's own saved-tensor hooks, left by an interrupt inside torch's checkpoint code
             # (the user's forward; graphwidget pushes none): counted, and cleared for the next trial
             counts["torch's checkpoint hooks left"] = counts.get("torch's checkpoint hooks left", 0) + 1

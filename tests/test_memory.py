@@ -11,7 +11,7 @@ import json
 
 import pytest
 import torch
-from memory_models import TanhChain, gpt2_small, resnet
+from memory_models import TanhChain, gpt2_small, independent_peak, resnet
 
 import graphwidget as gw
 from graphwidget.analysis.memory_accounting import Accounting, predicted_backward_order
@@ -33,18 +33,6 @@ def chain_line() -> int:
     lines, first = inspect.getsourcelines(TanhChain.forward)
     return first + next(i for i, t in enumerate(lines) if "torch.tanh(layer(x))" in t)
 
-
-def independent_peak(fn) -> int:
-    """The CPU allocator's peak over ``fn()`` from torch.profiler's memory events, without graphwidget."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    run = peak = 0
-    for e in sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns()):
-        run += e.nbytes()
-        peak = max(peak, run)
-    return peak
 
 
 # -- the chain: known by construction ------------------------------------------------------------------------------

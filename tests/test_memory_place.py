@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 
 import torch
+from memory_models import independent_peak
 from torch import nn
 
 import graphwidget as gw
@@ -44,26 +45,6 @@ def _line_of(fn, text: str) -> int:
     return first + next(i for i, t in enumerate(lines) if text in t)
 
 
-def _hand_peak(fn) -> int:
-    import gc
-
-    from torch.profiler import ProfilerActivity, profile
-    # The sum starts at 0: a block allocated before the window and freed inside it (garbage of an earlier test
-    # collected mid-run) would pull the sum below the truth, so collect first and not during the window.
-    gc.collect()
-    gc.disable()
-    try:
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            fn()
-    finally:
-        gc.enable()
-    run = peak = 0
-    for e in sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns()):
-        run += e.nbytes()
-        peak = max(peak, run)
-    return peak
-
 
 def test_a_forward_peak_made_by_a_no_grad_temporary_is_placed_at_its_line_and_module():
     torch.manual_seed(0)
@@ -78,7 +59,7 @@ def test_a_forward_peak_made_by_a_no_grad_temporary_is_placed_at_its_line_and_mo
     assert peak["node"] is None and peak["call"] in ("Tensor.mul_", "Tensor.sum")
     assert f"{peak['call']} (no graph node), module scorer" in rep.headline()
     m.zero_grad(set_to_none=True)
-    hand = _hand_peak(lambda: m(x).backward())
+    hand = independent_peak(lambda: m(x).backward())
     assert TEMP * 4 <= peak["bytes"] and abs(peak["bytes"] - hand) <= 0.05 * hand, (peak["bytes"], hand)
 
 

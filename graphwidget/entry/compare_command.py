@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from .exits import EXIT, fail, table_text
+from .exits import EXIT, fail, run_failed, table_text
 
 __all__ = ["EXIT", "UsageProblem", "UserCodeFailed", "add_parser", "run"]
 
@@ -231,12 +231,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"graphwidget compare: NOT EQUIVALENT: {exc}", file=sys.stderr)
         return EXIT["not equivalent"]
     except CompareError as exc:
-        if args.traceback and exc.__cause__ is not None:
-            import traceback
-            cause = exc.__cause__
-            traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
-        print(f"graphwidget compare: ERROR: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT["error"]
+        return run_failed("compare", exc, args.traceback)
     except (TypeError, ValueError) as exc:
         # Every option was checked above, so these come from running the user's code (a backward that raised, a
         # result with nothing to differentiate): not a usage error, which is said before anything runs.

@@ -35,6 +35,16 @@ def table_text(indent: str = "  ") -> str:
                      for code, meaning in STATUS.values())
 
 
+def run_failed(command: str, exc: BaseException, show_traceback: bool) -> int:
+    """Report a :class:`~graphwidget.experiment.compare.CompareError` (the user's code raised; its message already
+    says which side and what): one line, the cause's traceback too with ``--traceback``; return "error"."""
+    if show_traceback and exc.__cause__ is not None:
+        cause = exc.__cause__
+        traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+    print(f"graphwidget {command}: ERROR: {' '.join(str(exc).split())}", file=sys.stderr)
+    return EXIT["error"]
+
+
 def fail(command: str, what: str, exc: BaseException, status: str, show_traceback: bool) -> int:
     """Say ``what`` went wrong in one line on stderr (the traceback too with ``--traceback``); return the status."""
     if show_traceback:

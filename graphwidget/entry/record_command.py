@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .compare_command import UsageProblem, _callable, check_out, inputs_from, resolve
-from .exits import EXIT, fail, table_text
+from .exits import EXIT, fail, run_failed, table_text
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -65,12 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         rec = record(fn, *pos, label=label, backward=not args.no_backward, profile=args.profile,
                      budget=args.budget, keep_inputs=not args.no_inputs, **kw)
     except CompareError as exc:
-        if args.traceback and exc.__cause__ is not None:
-            import traceback
-            cause = exc.__cause__
-            traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
-        print(f"graphwidget record: ERROR: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT["error"]
+        return run_failed("record", exc, args.traceback)
     except (TypeError, ValueError) as exc:
         # every option was checked above, so these come from running the user's code: not a usage error
         return fail("record", "ERROR: running the function failed", exc, "error", args.traceback)

@@ -268,3 +268,14 @@ def test_a_tiny_budget_compares_by_digests_and_says_so():
     import pytest
     with pytest.raises(ValueError, match="divergence must be True"):
         gw.compare(a, b, ids, divergence=-3)
+
+
+def test_a_digest_samples_inside_a_tensor_of_more_than_2_to_the_24_elements():
+    # Sample positions in float32 rounded past the end here (numel - 1 = 2**24 + 3 is not a float32): gw.record of a
+    # GPT-2's embedding gradient raised IndexError.
+    n = 2**24 + 4
+    t = torch.arange(n, dtype=torch.int32)
+    d = digest(t)
+    assert d[0].item() == n and d[1].item() == n - 1
+    assert d[2].item() == 0 and d[-1].item() == n - 1  # the first and the last element, in order
+    assert torch.all(d[3:] > d[2:-1])

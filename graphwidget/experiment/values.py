@@ -96,7 +96,8 @@ def digest(t: torch.Tensor) -> torch.Tensor:
     if n == 0:
         return torch.zeros(2, dtype=torch.float64)
     k = min(n, SAMPLES)
-    idx = torch.linspace(0, n - 1, k, device=flat.device).round().long()
+    # float64 on the CPU: float32 positions round past the last element once numel passes 2**24
+    idx = torch.linspace(0, n - 1, k, dtype=torch.float64).round().long().to(flat.device)
     head = torch.tensor([float(n), float(flat.abs().max())], dtype=torch.float64)
     return torch.cat([head, flat[idx].to(device="cpu", dtype=torch.float64)])
 

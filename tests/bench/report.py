@@ -4,11 +4,15 @@
     .venv/bin/python tests/bench/report.py --full               # each script's full mode (much longer)
     .venv/bin/python tests/bench/report.py --scale              # quick modes plus million-node runs (issue 20)
     .venv/bin/python tests/bench/report.py --only capture diff --out /tmp/perf.md
+    .venv/bin/python tests/bench/report.py --only secondary --update   # rerun these; keep the other sections
 
 docs/performance.md is the one place that holds measured numbers; the other docs link to it. Nothing here judges the
 numbers: each script prints its own targets and verdicts, and this script copies them verbatim (markdown tables as
 tables, aligned text in code blocks), adding the date, the machine (cores, CPU, memory, load average before and
-after each script, torch and Python versions, which capture engine ran) and how long each script took. The
+after each script, torch and Python versions, which capture engine ran) and how long each script took. Each
+section names the commit and date it ran at, so that ``--update`` (rerun the chosen scripts, replace their sections
+in the existing file, keep every other section as it was) leaves a file that still says where each number came from.
+The
 scripts run one after another, each in its own process, with the environment this script was given
 (``GRAPHWIDGET_NATIVE=0`` reaches them). A script that fails is reported as failed, with the end of its stderr.
 """
@@ -113,6 +117,27 @@ BENCHES: List[Bench] = [
           "against measured (the CPU allocator's peak of a plain step with and without `gw.with_checkpoint`; "
           "target: at least 70 % of the predicted saving), gradients compared bit for bit; full mode adds the "
           "memory line of `gw.compare(..., memory=True, profile=True)`."),
+    Bench("secondary", "bench_secondary.py", "Secondary verdicts: memory place, checkpoint saving, stragglers, speed "
+          "under load", (), (),
+          "Issue 33's answers against independent truth, on models and jobs built in the script: the peak's place "
+          "(module, line) against the source line of the allocation, the peak against the hand sum of the "
+          "profiler's memory events, the top checkpoint candidates' predicted saving against the peak measured with "
+          "`gw.with_checkpoint`, predicted recompute time against the module's forward timed directly; `torchrun` "
+          "jobs of 2 and 4 ranks on gloo with one rank sleeping in a module's forward (straggler and excess against "
+          "the injected delay, and an identical job that must name no straggler); compare's speed ratio of a pair "
+          "more than 10x apart against plain CPU-time truth with two busy processes beside it (target: within "
+          "15 %)."),
+    Bench("divergence", "bench_divergence.py", "Where two implementations part: the divergence search's cost",
+          ("--quick",), (),
+          "`gw.compare(..., divergence=True)` against today's compare and one side's training step, each in a fresh "
+          "subprocess (peak RSS its own); B a deep copy of A (the search walks every node). Targets (issue 31): "
+          "at most 2x the time of compare without the search, at most 2x one side's step in memory, on the "
+          "GPT-2-sized pair (full run: `bench_divergence.py` with no flags; quick: 12 blocks of width 128)."),
+    Bench("record", "bench_record.py", "Recordings: size and time of `gw.record`, `save`, `load`, file compare",
+          ("--quick",), (),
+          "GPT-2 from a config (quick: 2 layers, seq 32; full: 12 layers, seq 128): one recording's size and the "
+          "time to record, save and load it, and comparing two recording files against the in-process compare of "
+          "the same two sides. Nothing is asserted."),
     Bench("gather", "bench_gather.py", "Ranks: gathering one graph per rank to rank 0", ("--quick",), (),
           "`torchrun` with 4 ranks on gloo, each holding the same traced `nn.TransformerEncoder` graph (~10k "
           "nodes quick, ~100k full); graphwidget's gather (what `gw.profile(..., ranks=\"all\")` runs after the "
@@ -218,8 +243,10 @@ def _as_markdown(text: str) -> List[str]:
     return out
 
 
-def run_bench(b: Bench, full: bool, timeout: float, scale: bool = False) -> Tuple[List[str], float]:
-    """Run one script (its quick or full mode; ``scale``: its million-node run) and return its section."""
+def run_bench(b: Bench, full: bool, timeout: float, scale: bool = False, commit: str = ""
+              ) -> Tuple[List[str], float]:
+    """Run one script (its quick or full mode; ``scale``: its million-node run) and return its section, which names
+    the ``commit`` it ran at."""
     args = list(b.scale if scale else b.full if full else b.quick)
     cmd = [sys.executable, str(BENCH / b.script), *args]
     shown = " ".join([".venv/bin/python", f"tests/bench/{b.script}", *args])
@@ -237,8 +264,10 @@ def run_bench(b: Bench, full: bool, timeout: float, scale: bool = False) -> Tupl
     after = _load()
     print(f"[report]   {took:.0f} s, exit {code}", flush=True)
     title = f"{b.title}, at a million nodes" if scale else b.title
+    when = f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC at {commit}" if commit else ""
     lines = [f"## {title}", "", b.about, "",
-             f"`{shown}` — {took:.0f} s wall; load average (1 / 5 / 15 min) {before} before, {after} after."]
+             f"`{shown}` — {took:.0f} s wall; load average (1 / 5 / 15 min) {before} before, {after} after"
+             + (f"; ran {when}." if when else ".")]
     lines += _as_markdown(stdout)
     if code != 0:
         tail = "\n".join(stderr.strip().splitlines()[-15:])
@@ -252,6 +281,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", choices=[b.key for b in BENCHES], help="run only these benchmarks")
     ap.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT.relative_to(ROOT)})")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per script")
+    ap.add_argument("--update", action="store_true",
+                    help="rerun only the --only benchmarks and replace their sections in --out, keeping the others")
     ap.add_argument("--scale", action="store_true",
                     help="also run capture, files, diff and viewer at a million nodes (issue 20), each in a section "
                          "after the script's own")
@@ -262,14 +293,20 @@ def main() -> None:
     facts = _facts()
     commit = _run(["git", "rev-parse", "--short", "HEAD"])
     dirty = " (with uncommitted changes)" if _run(["git", "status", "--porcelain", "--untracked-files=no"]) else ""
+    dirty_mark = "+" if dirty else ""
+    if a.update and (not a.only or not a.out.is_file()):
+        ap.error("--update needs --only (the benchmarks to rerun) and an existing --out file to update")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     sections: List[str] = []
     for b in chosen:
-        lines, _ = run_bench(b, a.full, a.timeout)
+        lines, _ = run_bench(b, a.full, a.timeout, commit=commit + dirty_mark)
         sections += lines + [""]
         if a.scale and b.scale:
-            lines, _ = run_bench(b, a.full, a.timeout, scale=True)
+            lines, _ = run_bench(b, a.full, a.timeout, scale=True, commit=commit + dirty_mark)
             sections += lines + [""]
+    if a.update:
+        update(a.out, chosen, sections, started, commit + dirty_mark, a.full)
+        return
     total = time.perf_counter() - t0
     head = [
         "# Performance: every measured number, in one place",
@@ -311,6 +348,57 @@ def main() -> None:
     ]
     a.out.write_text("\n".join(head + sections).rstrip() + "\n", encoding="utf-8")
     print(f"[report] wrote {a.out} in {total:.0f} s", flush=True)
+
+
+def _split_sections(text: str) -> Tuple[List[str], Dict[str, List[str]], List[str]]:
+    """The file's lines before its first benchmark section, each section's lines by title, and the titles in order.
+    A benchmark section is a ``## `` heading after ``## Sizes``."""
+    lines = text.rstrip("\n").split("\n")
+    head: List[str] = []
+    by_title: Dict[str, List[str]] = {}
+    order: List[str] = []
+    current: Optional[str] = None
+    past_sizes = False
+    for line in lines:
+        if line.startswith("## "):
+            title = line[3:].strip()
+            if past_sizes:
+                current = title
+                order.append(title)
+                by_title[title] = []
+            elif title == "Sizes":
+                past_sizes = True
+        if current is None:
+            head.append(line)
+        else:
+            by_title[current].append(line)
+    return head, by_title, order
+
+
+def update(out: Path, chosen: List[Bench], sections: List[str], started: "_dt.datetime", commit: str,
+           full: bool) -> None:
+    """Replace the chosen benchmarks' sections of ``out`` with the new ones (new ones go where the benchmark list
+    puts them), keep every other section, and add a line to the file's "This run" table saying what was rerun."""
+    head, old, old_order = _split_sections(out.read_text(encoding="utf-8"))
+    _, new, new_order = _split_sections("## Sizes\n" + "\n".join(sections))
+    titles = {t for b in BENCHES for t in (b.title, f"{b.title}, at a million nodes")}
+    want = [t for b in BENCHES for t in (b.title, f"{b.title}, at a million nodes")]
+    merged = {**old, **new}
+    order = [t for t in want if t in merged] + [t for t in old_order if t not in titles]
+    note = (f"| updated | {started:%Y-%m-%d %H:%M} UTC at {commit or 'unknown'}, {'full' if full else 'quick'}: "
+            f"{', '.join(b.key for b in chosen)} (`report.py --update`; every other section is from the run "
+            "above or an earlier update: each section says when it ran) |")
+    at = next((i for i, line in enumerate(head) if line.startswith("## Sizes")), len(head))
+    while at > 0 and not head[at - 1].strip():
+        at -= 1
+    head.insert(at, note)
+    body: List[str] = []
+    for t in order:
+        body += merged[t]
+        if body and body[-1].strip():
+            body.append("")
+    out.write_text("\n".join(head + body).rstrip() + "\n", encoding="utf-8")
+    print(f"[report] updated {', '.join(new_order)} in {out}", flush=True)
 
 
 if __name__ == "__main__":

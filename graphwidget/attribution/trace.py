@@ -6,11 +6,13 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from .._util.keywords import refuse_shadowed_options
 from ..model.graph import GradGraph
 from .attach import attributed_capture
 from .recorder import Recorder
 
 
+@refuse_shadowed_options("graphwidget.trace", "fn")
 def trace(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] = None,
           title: Optional[str] = None, memory: bool = False, **kwargs: Any) -> GradGraph:
     """Run ``fn(*args, **kwargs)`` and capture the graph of its output(s), annotated with where each node was

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 import networkx as nx
 import torch
 
+from .._util.keywords import refuse_shadowed_options
 from ..analysis.diff.result import Diff, build, check_labels
 from ..analysis.diff.verdicts import BAND, labelled
 from ..attribution.attach import attributed_capture
@@ -372,6 +373,7 @@ def _unpaired(rows: List[Dict[str, Any]]) -> None:
 
 
 # -- compare ----------------------------------------------------------------------------------------------------------
+@refuse_shadowed_options("graphwidget.compare", "fn_a", "fn_b")
 def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
             profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
             threads: Optional[int] = None, advise: bool = True, memory: bool = False, divergence: Any = True,

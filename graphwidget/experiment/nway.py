@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .._util.keywords import refuse_shadowed_options
 from ..analysis.diff.multi import MultiDiff, _ref_index, build_multi, check_sides, default_labels
 from ..analysis.diff.verdicts import BAND
 from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
@@ -75,6 +76,7 @@ def _labels(fns: Any, labels: Any) -> Tuple[List[Callable[..., Any]], List[str]]
     return items, names if ok else default_labels(len(items))
 
 
+@refuse_shadowed_options("graphwidget.compare", "fns")
 def compare_sides(fns: Any, *args: Any, labels: Optional[Sequence[str]] = None, reference: Any = None,
                   profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
                   threads: Optional[int] = None, advise: bool = True, memory: bool = False,

@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from .._util.keywords import refuse_if_shadowed
 from ..analysis.ranks import RankSet, rank_file
 from ..attribution.trace import trace as _trace
 from ..model.graph import GradGraph
@@ -105,6 +106,7 @@ def profile(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any
     defaults to ``"median"``: per-node medians over the repeats, robust to a run one rank lost to the machine."""
     if ranks is None:
         return _profile(fn, *args, **kwargs)
+    refuse_if_shadowed("graphwidget.profile", fn, ["ranks"])
     opts = _options(ranks, "graphwidget.profile")
     # Ranks are compared node by node: per-node medians over the repeats, so that one run a rank spent descheduled
     # (or, under DDP, waiting inside a node's hook) does not make it the straggler. stat= still chooses.
@@ -117,6 +119,7 @@ def trace(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) 
     """:func:`graphwidget.attribution.trace`, with ``ranks`` as for :func:`profile` (graphs without times)."""
     if ranks is None:
         return _trace(fn, *args, **kwargs)
+    refuse_if_shadowed("graphwidget.trace", fn, ["ranks"])
     opts = _options(ranks, "graphwidget.trace")
     return gathered(lambda: _trace(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.trace",
                     args, kwargs)

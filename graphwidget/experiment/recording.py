@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from .._util.keywords import refuse_shadowed_options
 from ..analysis.diff.result import Diff, build, check_labels
 from ..analysis.diff.verdicts import BAND, labelled, speed_verdict
 from ..model import io, recfile
@@ -476,6 +477,7 @@ def from_side(s: Side, label: str, args: Sequence[Any], kwargs: Mapping[str, Any
 
 
 # -- record --------------------------------------------------------------------------------------------------------
+@refuse_shadowed_options("graphwidget.record", "fn")
 def record(fn: Callable[..., Any], *args: Any, label: Optional[str] = None, backward: bool = True,
            profile: bool = False, budget: float = 3.0, threads: Optional[int] = None, keep_inputs: bool = True,
            values: Any = True, **kwargs: Any) -> Recording:

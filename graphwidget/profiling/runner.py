@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from .._util.intervals import median_interval
+from .._util.keywords import refuse_shadowed_options
 from .._util.stats import mean, median
 from ..attribution.attach import attributed_capture
 from ..attribution.cuda_capture import refuse_during_cuda_graph_capture
@@ -138,6 +139,7 @@ def module_forward_ms(graph: GradGraph, kept: List[Run]) -> Dict[str, List[float
     return out
 
 
+@refuse_shadowed_options("graphwidget.profile", "fn")
 def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
             stat: str = "iqm", cross_check: bool = False, device: Optional[Any] = None,
             module: Optional[torch.nn.Module] = None, title: Optional[str] = None, memory: bool = False,
@@ -167,7 +169,8 @@ def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1
     at every node of the forward and the backward (``torch.profiler`` memory events; on CUDA the caching
     allocator), which module received which storage, and, from the graph, the saved activations and gradients
     alive. It is never a measured run (with ``warmup=0`` one run is added for it). ``g.memory()`` explains the peak.
-    Options of ``fn`` named like these parameters can be bound with ``functools.partial``.
+    A keyword passed here that is both one of these options and a parameter of ``fn`` raises ``TypeError`` before
+    anything runs (which was meant cannot be known): bind ``fn``'s own with ``functools.partial``.
 
     >>> import graphwidget as gw
     >>> g = gw.profile(gw.examples.homography_repeat, **gw.examples.homography_inputs(2, 16, 16), repeat=3)

@@ -32,6 +32,18 @@ def new_meta(roots: Sequence[int], title: Optional[str] = None, traced: bool = F
     }
 
 
+
+def _own(value: Any) -> Any:
+    """A copy of a record's JSON-like value (dicts, lists, tuples; scalars and strings are immutable), sharing
+    nothing mutable with it."""
+    if isinstance(value, dict):
+        return {k: _own(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_own(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_own(v) for v in value)
+    return value
+
 class GradGraph:
     """An autograd graph captured by :func:`graphwidget.capture`, :func:`graphwidget.trace` or
     :func:`graphwidget.profile`, or read by :func:`graphwidget.load_json`.
@@ -168,9 +180,11 @@ class GradGraph:
         return [n for n, d in node_dicts(self.nx).items() if all(d.get(k) == v for k, v in want.items())]
 
     def node(self, node_id: int) -> Dict[str, Any]:
-        """The attribute dict of one node (the live networkx dict)."""
+        """One node's record: a copy of its attribute dict, the node's own, so that editing it changes neither the
+        graph nor another node. (Capture shares equal values between nodes, such as one ``outputs`` list for
+        every node with the same outputs: ``g.nx.nodes[i]`` is that live, shared record, to be read, not edited.)"""
         try:
-            return self.nx.nodes[node_id]
+            return _own(self.nx.nodes[node_id])
         except KeyError:
             raise KeyError(f"no node {node_id!r} in this graph; ids run from 0 to {len(self) - 1}") from None
 

@@ -10,6 +10,7 @@ reference-counted, locked and per thread, and every cleanup is idempotent and do
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import signal
 import sys
@@ -466,7 +467,7 @@ def committing(exc: KeyboardInterrupt) -> bool:
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code is runner.profile.__code__ and tb.tb_lineno >= COMMIT_LINE:
+        if code is inspect.unwrap(runner.profile).__code__ and tb.tb_lineno >= COMMIT_LINE:
             return True
         tb = tb.tb_next
     return False
@@ -538,6 +539,7 @@ ENTRY = {
     "trace": (lambda m, x: gw.trace(m, x), False),
     "profile": (lambda m, x: gw.profile(m, x, repeat=2, warmup=1), True),
     "profile memory=True": (lambda m, x: gw.profile(m, x, repeat=1, warmup=0, memory=True), True),
+    "profile cross_check=True": (lambda m, x: gw.profile(m, x, repeat=1, warmup=0, cross_check=True), True),
 }
 
 

@@ -16,7 +16,7 @@ import torch
 
 from .._util.stats import median
 from ..attribution.attach import attributed_capture
-from ..attribution.memory import device_of
+from ..attribution.memory import device_of, start_profiler, stop_profiler
 from ..attribution.recorder import Recorder
 from ..capturing.roots import root_nodes
 from ..capturing.seq import NO_SEQ
@@ -43,7 +43,10 @@ def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
     cuda = dev.type == "cuda"
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     graph = None
-    with torch_profile(activities=acts) as prof:
+    # Started and stopped with Ctrl-C held back (as memory=True's): a bare `with torch_profile` cut by an interrupt
+    # between its start and its `try` left torch's profiler running, and every later profile refused.
+    prof = start_profiler(torch_profile(activities=acts))
+    try:
         rec = Recorder() if attribute else None
         try:
             with rec if rec is not None else nullcontext():
@@ -61,6 +64,11 @@ def profiler_run(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
         if grads is not None:
             grads.before_backward(run.leaves)
             torch.autograd.backward(roots, [torch.ones_like(t) for t in roots])
+    finally:
+        try:
+            stop_profiler(prof)
+        finally:
+            stop_profiler(prof)  # again (idempotent): an interrupt at any line of the first leaves this one
 
     def ms(e: Any) -> float:  # on CUDA the kernels' time, which is what the CUDA events of the hooks see
         return (e.device_time_total if cuda else e.time_range.elapsed_us()) / 1000

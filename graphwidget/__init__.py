@@ -29,10 +29,22 @@ _TORCH_NAMES = ("capture", "trace", "profile", "examples", "Ranks", "RankError")
 #: ``_TORCH_ERROR`` while ``python -m graphwidget`` has not loaded torch yet (see :func:`_running_the_cli`).
 _DEFERRED = "torch is loaded by the command line once its arguments are read"
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what editors and mypy see of the names loaded on first use (below)
+    import os
+
     from . import examples
+    from .analysis.advisor import advise
+    from .analysis.diff import Diff
+    from .analysis.diff.multi import MultiDiff, diff
+    from .analysis.ranks import RankSet
     from .capturing import capture
+    from .experiment.checkpointing import with_checkpoint
+    from .experiment.nway import compare
     from .experiment.ranks import RankError, Ranks, profile, trace
+    from .experiment.recording import Recording, record
+    from .views.diff_widget import DiffWidget
+    from .views.export import export_html
+    from .views.widget import GraphWidget
 
 
 def _running_the_cli() -> bool:
@@ -123,7 +135,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'graphwidget' has no attribute {name!r}")
 
 
-def load_json(text: Any) -> Any:
+def load_json(text: "str | bytes") -> "GradGraph | Diff | MultiDiff | RankSet":
     """Read what ``to_json()`` wrote: a :class:`GradGraph`, a diff (``gw.diff``/``gw.compare``) or an N-way
     comparison (:class:`MultiDiff`: ``gw.compare`` of N sides, a rank set's view). The document is
     validated first; a broken file raises ``ValueError`` naming the node and the field. Works without torch.
@@ -147,7 +159,7 @@ def load_json(text: Any) -> Any:
         return io.graph_from_parsed(data)
 
 
-def load(path: Any) -> Any:
+def load(path: "str | os.PathLike[str]") -> "GradGraph | Diff | MultiDiff | RankSet | Recording":
     """Read what a result's ``save`` wrote: a graph, a diff or an N-way comparison file (any ``to_json()``, like
     :func:`load_json`; ``.gz``: gzip-compressed), or a folder of per-rank graphs (:meth:`RankSet.save`) as a
     :class:`RankSet`. Works without torch.

@@ -104,3 +104,58 @@ def test_repr_is_computed_once_per_shape_of_the_graph() -> None:
     assert repr(g) == first and g.headline() in first and len(passes) == 1  # one pass over the nodes, not three
     g.nx.add_node(len(g), op="Extra")  # a changed shape is never shown stale
     assert f"{len(g)} nodes" in repr(g) and len(passes) == 2
+
+
+USER_SCRIPT = '''
+import torch
+import graphwidget as gw
+
+def f(x: torch.Tensor) -> torch.Tensor:
+    return (x * 2).sum()
+
+x = torch.randn(3, requires_grad=True)
+g = gw.capture(f(x))
+reveal_type(g)
+reveal_type(gw.trace(f, x))
+reveal_type(gw.profile(f, x, ranks="all"))
+reveal_type(gw.compare(f, f, x, profile=True))
+reveal_type(gw.compare({"a": f, "b": f}, x))
+reveal_type(gw.compare([f, f], x, reference=0))
+reveal_type(gw.compare("a.gwrec", "b.gwrec"))
+reveal_type(gw.diff(g, g))
+reveal_type(gw.diff({"a": g, "b": g}))
+reveal_type(gw.record(f, x))
+reveal_type(gw.load_json(g.to_json()))
+reveal_type(gw.load("g.json"))
+'''
+
+EXPECTED = [  # what mypy reveals, line by line (the names as mypy prints them)
+    "graphwidget.model.graph.GradGraph",
+    "graphwidget.model.graph.GradGraph",
+    "graphwidget.model.graph.GradGraph | graphwidget.analysis.ranks.RankSet",
+    "graphwidget.analysis.diff.result.Diff",
+    "graphwidget.analysis.diff.multi.MultiDiff",
+    "graphwidget.analysis.diff.multi.MultiDiff",
+    "graphwidget.analysis.diff.result.Diff",
+    "graphwidget.analysis.diff.result.Diff",
+    "graphwidget.analysis.diff.multi.MultiDiff",
+    "graphwidget.experiment.recording.Recording",
+    "graphwidget.model.graph.GradGraph | graphwidget.analysis.diff.result.Diff | "
+    "graphwidget.analysis.diff.multi.MultiDiff | graphwidget.analysis.ranks.RankSet",
+    "graphwidget.model.graph.GradGraph | graphwidget.analysis.diff.result.Diff | "
+    "graphwidget.analysis.diff.multi.MultiDiff | graphwidget.analysis.ranks.RankSet | "
+    "graphwidget.experiment.recording.Recording",
+]
+
+
+def test_mypy_reveals_the_result_types_of_a_users_script(tmp_path: Path) -> None:
+    """The types an editor shows: two functions give a Diff, a dict or list of them a MultiDiff, the loaders the union
+    of what they can return (no ``Any``); ``ranks=`` may give a RankSet."""
+    api = pytest.importorskip("mypy.api")
+    script = tmp_path / "user.py"
+    script.write_text(USER_SCRIPT)
+    out, err, _ = api.run([str(script), "--no-incremental", "--follow-imports=silent", "--show-error-codes",
+                           "--no-error-summary", "--cache-dir", str(tmp_path / "cache")])
+    revealed = [line.split('Revealed type is "', 1)[1].rstrip('"') for line in out.splitlines()
+                if "Revealed type is" in line]
+    assert [r.replace("builtins.", "") for r in revealed] == EXPECTED, out + err

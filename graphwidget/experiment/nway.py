@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from .._util.keywords import refuse_shadowed_options
 from ..analysis.diff.multi import MultiDiff, _ref_index, build_multi, check_sides, default_labels
@@ -35,10 +35,30 @@ from .compare import (
 from .compare import compare as two_way
 from .state import State
 
+if TYPE_CHECKING:
+    from ..analysis.diff import Diff
+    from .recording import Recording
+
 __all__ = ["compare", "compare_sides"]
 
 
-def compare(fn_a: Any, *args: Any, **kwargs: Any) -> Any:
+_Sides = Union[Mapping[str, Callable[..., Any]], List[Callable[..., Any]], Tuple[Callable[..., Any], ...]]
+_Recorded = Union[str, "os.PathLike[str]", "Recording"]
+
+
+@overload
+def compare(fn_a: _Recorded, fn_b: _Recorded, /, *, labels: Sequence[str] = ..., band: float = ...,
+            budget: float = ..., divergence: Any = ...) -> Diff: ...
+@overload
+def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], /, *args: Any, labels: Sequence[str] = ...,
+            profile: bool = ..., repeat: int = ..., band: float = ..., budget: float = ...,
+            threads: Optional[int] = ..., advise: bool = ..., memory: bool = ..., divergence: Any = ...,
+            **kwargs: Any) -> Diff: ...
+@overload
+def compare(fn_a: _Sides, /, *args: Any, labels: Optional[Sequence[str]] = ..., reference: Any = ...,
+            profile: bool = ..., repeat: int = ..., band: float = ..., budget: float = ...,
+            threads: Optional[int] = ..., advise: bool = ..., memory: bool = ..., **kwargs: Any) -> MultiDiff: ...
+def compare(fn_a: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``gw.compare``: two functions (``compare(fn_a, fn_b, *inputs)``: :func:`graphwidget.experiment.compare.compare`,
     a :class:`~graphwidget.Diff`), or N sides as a dict label -> function or a list (``compare({"eager": f,
     "compiled": torch.compile(f)}, *inputs, reference="eager")``: :func:`compare_sides`, a

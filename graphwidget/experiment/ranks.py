@@ -29,7 +29,7 @@ import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union, overload
 
 import torch
 
@@ -98,6 +98,10 @@ def _dist(who: str) -> Any:
     return dist
 
 
+@overload
+def profile(fn: Callable[..., Any], *args: Any, ranks: None = ..., **kwargs: Any) -> GradGraph: ...
+@overload
+def profile(fn: Callable[..., Any], *args: Any, ranks: Any, **kwargs: Any) -> Union[GradGraph, RankSet]: ...
 def profile(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) -> Any:
     """:func:`graphwidget.profiling.profile` — its arguments and result unchanged when ``ranks`` is None. With
     ``ranks="all"`` (or a list of ranks, or :class:`Ranks`), inside a ``torch.distributed`` job: every rank profiles
@@ -115,6 +119,10 @@ def profile(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any
                     args, kwargs)
 
 
+@overload
+def trace(fn: Callable[..., Any], *args: Any, ranks: None = ..., **kwargs: Any) -> GradGraph: ...
+@overload
+def trace(fn: Callable[..., Any], *args: Any, ranks: Any, **kwargs: Any) -> Union[GradGraph, RankSet]: ...
 def trace(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) -> Any:
     """:func:`graphwidget.attribution.trace`, with ``ranks`` as for :func:`profile` (graphs without times)."""
     if ranks is None:

@@ -16,7 +16,7 @@ Its JSON form is the ``"graphwidget-nway"`` document (``docs/nway.md``); a set o
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 from ..._util.gc import gc_paused
 from ...model import compare_schema, io, schema
@@ -371,6 +371,11 @@ def multi_diff(graphs: Any, labels: Optional[Sequence[str]] = None, reference: A
     return build_multi([gs[i] for i in order], [labs[i] for i in order])
 
 
+@overload
+def diff(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = ...) -> Diff: ...
+@overload
+def diff(a: Union[Mapping[str, GradGraph], List[GradGraph], Tuple[GradGraph, ...]], b: None = ...,
+         labels: Optional[Sequence[str]] = ..., reference: Any = ...) -> "MultiDiff": ...
 def diff(a: Any, b: Any = None, labels: Optional[Sequence[str]] = None, reference: Any = None) -> Any:
     """``gw.diff``: two graphs (``diff(a, b, labels)``: :func:`.result.diff`, a :class:`Diff`), or N graphs as a dict
     label -> GradGraph or a list (``diff({"a": g1, "b": g2, "c": g3}, reference="b")``: :func:`multi_diff`, a

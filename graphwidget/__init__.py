@@ -135,7 +135,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'graphwidget' has no attribute {name!r}")
 
 
-def load_json(text: "str | bytes") -> "GradGraph | Diff | MultiDiff | RankSet":
+def load_json(text: str | bytes) -> GradGraph | Diff | MultiDiff | RankSet:
     """Read what ``to_json()`` wrote: a :class:`GradGraph`, a diff (``gw.diff``/``gw.compare``) or an N-way
     comparison (:class:`MultiDiff`: ``gw.compare`` of N sides, a rank set's view). The document is
     validated first; a broken file raises ``ValueError`` naming the node and the field. Works without torch.
@@ -159,7 +159,7 @@ def load_json(text: "str | bytes") -> "GradGraph | Diff | MultiDiff | RankSet":
         return io.graph_from_parsed(data)
 
 
-def load(path: "str | os.PathLike[str]") -> "GradGraph | Diff | MultiDiff | RankSet | Recording":
+def load(path: str | os.PathLike[str]) -> GradGraph | Diff | MultiDiff | RankSet | Recording:
     """Read what a result's ``save`` wrote: a graph, a diff or an N-way comparison file (any ``to_json()``, like
     :func:`load_json`; ``.gz``: gzip-compressed), or a folder of per-rank graphs (:meth:`RankSet.save`) as a
     :class:`RankSet`. Works without torch.

@@ -62,3 +62,23 @@ def test_a_package_docstring_that_lists_its_modules_lists_them_all() -> None:
         if named and len(named) < len(mods):
             partial[str(init.relative_to(ROOT))] = sorted(set(mods) - set(named))
     assert not partial, partial
+
+
+def test_the_api_page_lists_every_public_name_with_the_signature_the_code_has() -> None:
+    import inspect
+
+    import graphwidget as gw
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    headings = " ".join(re.findall(r"^### (.+)$", text, re.M))
+    missing = [n for n in gw.__all__ if f"`gw.{n}`" not in headings]
+    assert not missing, f"docs/api.md has no heading for {missing}"
+    dispatchers = {"compare", "diff"}  # their typed forms (overloads) are listed instead: test_public_api checks them
+    for name in gw.__all__:
+        obj = getattr(gw, name)
+        if name in dispatchers or inspect.isclass(obj) or not callable(obj):
+            continue
+        sig = str(inspect.signature(obj)).replace("'", "")
+        assert f"gw.{name}{sig}" in text, f"docs/api.md: gw.{name}'s signature is now\n  gw.{name}{sig}"
+    for returns in ("-> Diff", "-> MultiDiff"):
+        assert sum(line.startswith("gw.compare(") and line.endswith(returns) for line in text.splitlines()) >= 1
+        assert sum(line.startswith("gw.diff(") and line.endswith(returns) for line in text.splitlines()) == 1

@@ -352,15 +352,18 @@ def main() -> None:
 
 def _split_sections(text: str) -> Tuple[List[str], Dict[str, List[str]], List[str]]:
     """The file's lines before its first benchmark section, each section's lines by title, and the titles in order.
-    A benchmark section is a ``## `` heading after ``## Sizes``."""
+    A benchmark section is a ``## `` heading after ``## Sizes``, outside code blocks."""
     lines = text.rstrip("\n").split("\n")
     head: List[str] = []
     by_title: Dict[str, List[str]] = {}
     order: List[str] = []
     current: Optional[str] = None
     past_sizes = False
+    fenced = False  # a script's own "## " lines sit inside its ```text blocks: they are not sections
     for line in lines:
-        if line.startswith("## "):
+        if line.startswith("```"):
+            fenced = not fenced
+        if line.startswith("## ") and not fenced:
             title = line[3:].strip()
             if past_sizes:
                 current = title
@@ -384,7 +387,7 @@ def update(out: Path, chosen: List[Bench], sections: List[str], started: "_dt.da
     titles = {t for b in BENCHES for t in (b.title, f"{b.title}, at a million nodes")}
     want = [t for b in BENCHES for t in (b.title, f"{b.title}, at a million nodes")]
     merged = {**old, **new}
-    order = [t for t in want if t in merged] + [t for t in old_order if t not in titles]
+    order = [t for t in want if t in merged] + [t for t in old_order + new_order if t not in titles]
     note = (f"| updated | {started:%Y-%m-%d %H:%M} UTC at {commit or 'unknown'}, {'full' if full else 'quick'}: "
             f"{', '.join(b.key for b in chosen)} (`report.py --update`; every other section is from the run "
             "above or an earlier update: each section says when it ran) |")

@@ -107,3 +107,21 @@ describe("salience and status on light and dark pages", () => {
     }
   });
 });
+
+describe("a uniform field", () => {
+  it("is drawn in the palest colour with nothing outlined, and says so", () => {
+    const s = makeScale("bwd_ms", Array(50).fill(0.25));
+    expect(s.uniform).toBe(true);
+    expect(s.hot).toBe(Infinity);
+    expect(s.t(0.25)).toBe(0);
+    expect(s.colour(0.25)).toBe(PALETTE[0]);
+    expect(s.colour(NaN)).toBe(MISSING_COLOUR);
+    const one = makeScale("saved_bytes", [4096, NaN]); // one node: not "hot" on its own
+    expect(one.uniform).toBe(true);
+    expect(one.hot).toBe(Infinity);
+    // a real range stays a range, zeros included: 0 vs 8 is not uniform
+    expect(makeScale("saved_bytes", [0, 8]).uniform).toBe(false);
+    expect(makeScale("saved_bytes", [0, 8]).t(8)).toBe(1);
+    expect(makeScale("none", [1, 1]).uniform).toBe(false);
+  });
+});

@@ -79,6 +79,8 @@ export interface Scale {
   /** values at or above are "hot" (outlined); Infinity when nothing stands out */
   hot: number;
   hasData: boolean;
+  /** every value is the same (an empty range): drawn in the scale's palest colour, nothing outlined */
+  uniform: boolean;
   /** 0..1 position of a value on the scale, NaN for missing */
   t(v: number): number;
   colour(v: number): string;
@@ -87,6 +89,7 @@ export interface Scale {
 export function makeScale(metric: MetricName, values: ArrayLike<number>): Scale {
   let min = Infinity;
   let max = -Infinity;
+  let least = Infinity; // the smallest value, zero included: equal to max when the range is empty
   let any = false;
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
@@ -94,6 +97,14 @@ export function makeScale(metric: MetricName, values: ArrayLike<number>): Scale 
     any = true;
     if (v > 0 && v < min) min = v;
     if (v > max) max = v;
+    if (v < least) least = v;
+  }
+  // One value everywhere: no node costs more than another, so none may look hot (a log scale would put them all at
+  // its top). The palest colour, no outline; the legend says "all equal".
+  const uniform = any && least === max && metric !== "none";
+  if (uniform) {
+    const t = (v: number): number => (Number.isFinite(v) ? 0 : NaN);
+    return { metric, min: max, max, hot: Infinity, hasData: true, uniform, t, colour: (v) => colourAt(t(v)) };
   }
   if (!any || max <= 0) { min = 1; max = Math.max(max, 1); }
   if (!Number.isFinite(min)) min = max;
@@ -107,7 +118,7 @@ export function makeScale(metric: MetricName, values: ArrayLike<number>): Scale 
     return Math.min(1, Math.max(0, (Math.log(v) - lmin) / span));
   };
   const hot = any ? hotThreshold(values) : Infinity;
-  return { metric, min, max, hot, hasData: any && metric !== "none", t, colour: (v) => colourAt(t(v)) };
+  return { metric, min, max, hot, hasData: any && metric !== "none", uniform: false, t, colour: (v) => colourAt(t(v)) };
 }
 
 /**

@@ -26,6 +26,11 @@ export function renderLegend(el: HTMLElement, s: Scale): void {
     el.replaceChildren(title(`Colour: ${def.label}`), h("span", { class: "gw-legend-note", text: "no values in this graph" }));
     return;
   }
+  if (s.uniform) {
+    el.replaceChildren(title(`Colour: ${def.label}`),
+      h("span", { class: "gw-legend-note", text: `all equal: ${def.format(s.max)} (nothing stands out)` }));
+    return;
+  }
   const ticks = legendTicks(s).map((v) => def.format(v));
   const bar = h("span", { class: "gw-legend-bar", title: ticks.length === 3 ? `log scale: ${ticks[0]} · ${ticks[1]} · ${ticks[2]}` : "" });
   // the canvas's own palette: reversed in lightness on a dark page, so the hot end is the salient one there too

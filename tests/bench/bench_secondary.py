@@ -219,6 +219,7 @@ def part_speed(rounds: int) -> None:
         print("| run | compare ratio (one-hot / embedding) [interval] | clock | wall-clock ratio | CPU-time truth | "
               "off truth |")
         print("|---|---|---|---|---|---|")
+        sentence = ""
         for run in range(3):
             truth = cpu_truth(idx, E, rounds)
             d = gw.compare(embed, onehot, idx, E, labels=("embedding", "one-hot"), threads=1,
@@ -229,7 +230,8 @@ def part_speed(rounds: int) -> None:
             print(f"| {run} | {r:.1f} [{st['low']:.1f}–{st['high']:.1f}] | {d.timing['clock']} | "
                   f"{other.get('ratio', float('nan')):.1f} | {truth:.1f} | {100 * (r / truth - 1):+.0f} % |")
             if run == 0:
-                print(f"\n{d.sentence()}\n")
+                sentence = d.sentence()
+        print(f"\nrun 0's sentence: {sentence}\n")
     finally:
         for p in busy:
             p.kill()

@@ -292,7 +292,11 @@ def main() -> None:
     started = _dt.datetime.now(_dt.timezone.utc)
     facts = _facts()
     commit = _run(["git", "rev-parse", "--short", "HEAD"])
-    dirty = " (with uncommitted changes)" if _run(["git", "status", "--porcelain", "--untracked-files=no"]) else ""
+    # the file being written does not count: an --update run starts from a report not yet committed
+    out_rel = os.path.relpath(a.out.resolve(), ROOT)
+    changed = [ln for ln in _run(["git", "status", "--porcelain", "--untracked-files=no"]).splitlines()
+               if ln.split(maxsplit=1)[-1] != out_rel]  # "XY path" (_run strips the first line's space)
+    dirty = " (with uncommitted changes)" if changed else ""
     dirty_mark = "+" if dirty else ""
     if a.update and (not a.only or not a.out.is_file()):
         ap.error("--update needs --only (the benchmarks to rerun) and an existing --out file to update")

@@ -395,6 +395,15 @@ def update(out: Path, chosen: List[Bench], sections: List[str], started: "_dt.da
     note = (f"| updated | {started:%Y-%m-%d %H:%M} UTC at {commit or 'unknown'}, {'full' if full else 'quick'}: "
             f"{', '.join(b.key for b in chosen)} (`report.py --update`; every other section is from the run "
             "above or an earlier update: each section says when it ran) |")
+    keys = {b.key for b in chosen}
+
+    def superseded(line: str) -> bool:  # an earlier update whose every section this run replaces
+        if not line.startswith("| updated |") or ": " not in line or " (`report.py" not in line:
+            return False
+        listed = line.split(" (`report.py", 1)[0].rsplit(": ", 1)[-1].split(", ")
+        return set(listed) <= keys
+
+    head = [line for line in head if not superseded(line)]
     at = next((i for i, line in enumerate(head) if line.startswith("## Sizes")), len(head))
     while at > 0 and not head[at - 1].strip():
         at -= 1

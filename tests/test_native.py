@@ -366,7 +366,7 @@ def test_nested_tensors_are_described_not_crashed_on():
 
 def test_a_non_json_value_gets_jsons_own_error():
     g = gw.capture((torch.randn(3, requires_grad=True) * 2).sum())
-    g.node(0)["attrs"] = {"x": float("nan")}
+    g.nx.nodes[0]["attrs"] = {"x": float("nan")}
     with pytest.raises(ValueError, match="Out of range float"):  # json's own error, as without the core
         g.to_json()
 
@@ -501,7 +501,7 @@ def test_nodes_share_equal_attrs_but_not_equal_looking_values_of_other_types():
     for engine in ("python", "native"):
         g = gw.capture(ys, engine=engine)
         root_of = dict(zip(range(len(ys)), g.meta["roots"]))
-        attrs = {i: g.node(root_of[i])["attrs"] for i in range(len(ys))}
+        attrs = {i: g.nx.nodes[root_of[i]]["attrs"] for i in range(len(ys))}
         texts = {i: json.dumps(a) for i, a in attrs.items()}
         assert texts[1] == '{"alpha": 2}' and texts[2] == '{"alpha": 2.0}', engine
         assert attrs[1] is attrs[3] and attrs[1] is not attrs[2], engine
@@ -510,5 +510,5 @@ def test_nodes_share_equal_attrs_but_not_equal_looking_values_of_other_types():
         assert attrs[7] is attrs[9] and attrs[7] is not attrs[8], engine
         leaves = g.nodes(op="AccumulateGrad")
         assert g.node(leaves[0])["saved"] == [] and g.node(leaves[0])["attrs"] == {}
-        assert g.node(root_of[0])["outputs"] is g.node(root_of[1])["outputs"], engine  # both one float32 [3]
+        assert g.nx.nodes[root_of[0]]["outputs"] is g.nx.nodes[root_of[1]]["outputs"], engine  # both one float32 [3]
     same(ys)

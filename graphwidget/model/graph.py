@@ -32,7 +32,6 @@ def new_meta(roots: Sequence[int], title: Optional[str] = None, traced: bool = F
     }
 
 
-
 def _own(value: Any) -> Any:
     """A copy of a record's JSON-like value (dicts, lists, tuples; scalars and strings are immutable), sharing
     nothing mutable with it."""
@@ -43,6 +42,7 @@ def _own(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_own(v) for v in value)
     return value
+
 
 class GradGraph:
     """An autograd graph captured by :func:`graphwidget.capture`, :func:`graphwidget.trace` or

@@ -388,10 +388,10 @@ def update(out: Path, chosen: List[Bench], sections: List[str], started: "_dt.da
     puts them), keep every other section, and add a line to the file's "This run" table saying what was rerun."""
     head, old, old_order = _split_sections(out.read_text(encoding="utf-8"))
     _, new, new_order = _split_sections("## Sizes\n" + "\n".join(sections))
-    titles = {t for b in BENCHES for t in (b.title, f"{b.title}, at a million nodes")}
     want = [t for b in BENCHES for t in (b.title, f"{b.title}, at a million nodes")]
     merged = {**old, **new}
-    order = [t for t in want if t in merged] + [t for t in old_order + new_order if t not in titles]
+    # the benchmarks' sections in the list's order, then any other section the file had, once each
+    order = list(dict.fromkeys([t for t in want if t in merged] + [t for t in old_order + new_order if t not in want]))
     note = (f"| updated | {started:%Y-%m-%d %H:%M} UTC at {commit or 'unknown'}, {'full' if full else 'quick'}: "
             f"{', '.join(b.key for b in chosen)} (`report.py --update`; every other section is from the run "
             "above or an earlier update: each section says when it ran) |")

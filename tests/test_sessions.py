@@ -477,16 +477,6 @@ COMMIT_LINE = min((i for i, line in enumerate(open(runner.__file__).read().split
                    if "grads.finish(True)" in line), default=10**9)  # no commit step: nothing may be left "after"
 
 
-def in_torch_checkpoint(exc: BaseException) -> bool:
-    """Whether the interrupt was raised with torch.utils.checkpoint's code on the stack."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.endswith(os.path.join("torch", "utils", "checkpoint.py")):
-            return True
-        tb = tb.tb_next
-    return False
-
-
 def pushed_hooks() -> int:
     """Pop every saved-tensor default hook pushed in this thread; return how many there were. Torch 2.4 cannot say
     whether one is pushed (no ``_top_saved_tensors_default_hooks``), but its pop refuses an empty stack with a
@@ -543,12 +533,13 @@ def hammer(call: Callable[[], Any], caller: Caller, trials: int, changes_grads: 
         # torch.utils.checkpoint's own saved-tensor hooks, left pushed by an interrupt inside torch's checkpoint code
         # (the user's forward; graphwidget pushes none). Left, every later test of this process fails in torch's
         # checkpoint. Torch pops them itself when the interrupted generator is finalised: drop the traceback that
-        # holds it and collect, then count (and pop) what is still there.
-        in_checkpoint = exc is not None and in_torch_checkpoint(exc)
+        # holds it (then it is, at once: no cycle holds it), collect only if some are still there (a full collection
+        # per trial costs seconds in a big test process), then count (and pop) what is left.
         if exc is not None:
             exc.__traceback__ = None
             exc = None
-        if in_checkpoint:
+        top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)  # absent in torch 2.4
+        if top is not None and top(False) is not None:
             gc.collect()
         for _ in range(pushed_hooks()):
             counts["torch's checkpoint hooks left"] = counts.get("torch's checkpoint hooks left", 0) + 1

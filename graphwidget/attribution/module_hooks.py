@@ -163,7 +163,7 @@ def suspend() -> bool:
     Why: torch < 2.6 compiles a frame that calls a module with a guard that the global hook dicts are *empty* (it
     ran none); with ours in them the user's compiled function fails that guard and is compiled again. Inside it
     the hooks would record nothing anyway (compiled code: Dynamo traces them to nothing)."""
-    with MODULE_HOOKS.lock: return _suspend_locked()  # noqa: E701 - one line on purpose (shared_patch.SharedPatch)
+    return MODULE_HOOKS.locked(_suspend_locked)
 
 
 def _suspend_locked() -> bool:
@@ -175,7 +175,7 @@ def _suspend_locked() -> bool:
 
 def resume() -> None:
     """Undo :func:`suspend` (idempotent, and a no-op once nobody holds the hooks)."""
-    with MODULE_HOOKS.lock: _resume_locked()  # noqa: E701 - one line on purpose (shared_patch.SharedPatch)
+    MODULE_HOOKS.locked(_resume_locked)
 
 
 def _resume_locked() -> None:

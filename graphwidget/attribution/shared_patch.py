@@ -23,9 +23,13 @@ breaks), and which costs one trivial call otherwise.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, TypeVar
 
 import torch
+
+from .._util.interrupts import deferred_interrupts
+
+T = TypeVar("T")
 
 # Dynamo treats these functions as the constant True while tracing; eagerly they return False. is_dynamo_compiling
 # is the cheap one (a bare `return False`; is_compiling also asks TorchScript), and only Dynamo traces through our
@@ -124,14 +128,22 @@ class SharedPatch:
         self._threads: Dict[int, int] = {}  # id(token) -> the thread that acquired it
         self.lock = threading.RLock()
 
-    # Every ``with self.lock`` here and in its users is one line whose body is a call: Python reports the way out
-    # of a block of several lines as a line of its own, and a KeyboardInterrupt raised there (by a line tracer, as
-    # the interrupt tests do) skips the lock's release: the thread keeps the RLock and every other thread that
-    # profiles or traces waits on it for good. A one-line block has no such line.
+    def locked(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` with :attr:`lock` held, and Ctrl-C held back while it is held. A ``with self.lock`` block has
+        moments between taking the lock and its way out where a KeyboardInterrupt skips the release (Python 3.9
+        raises a real SIGINT between the block's end and the call of ``__exit__``): the thread would keep the
+        RLock, and every other thread that profiles or traces would wait on it for good."""
+        with deferred_interrupts(): return self._hold(fn, *args)  # noqa: E701 - one line (see _hold)
+
+    def _hold(self, fn: Callable[..., T], *args: Any) -> T:
+        # One line whose body is a call: Python reports the way out of a block of several lines as a line of its
+        # own, and a KeyboardInterrupt raised there (by a line tracer, as the interrupt tests do) skips the release.
+        with self.lock: return fn(*args)  # noqa: E701 - one line on purpose
+
     def acquire(self, token: Any) -> None:
         """Register ``token`` as a user and make sure the patch is installed."""
         hide_from_dynamo()
-        with self.lock: self._add(token)  # noqa: E701 - one line on purpose (see above)
+        self.locked(self._add, token)
 
     def _add(self, token: Any) -> None:
         self._users[id(token)] = token
@@ -140,7 +152,7 @@ class SharedPatch:
 
     def release(self, token: Any) -> None:
         """Forget ``token`` (again is fine) and uninstall when nobody is left."""
-        with self.lock: self._remove(token)  # noqa: E701 - one line on purpose (see above)
+        self.locked(self._remove, token)
 
     def _remove(self, token: Any) -> None:
         self._users.pop(id(token), None)

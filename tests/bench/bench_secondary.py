@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from memory_models import independent_peak  # noqa: E402 - the tests' hand sum of the profiler's memory events
 from torch import nn  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
@@ -40,18 +40,6 @@ from graphwidget.analysis.memory_checkpoints import checkpoint_candidates  # noq
 from graphwidget.attribution.memory import step_peak  # noqa: E402
 
 MiB = 2 ** 20
-
-
-def hand_peak(fn: Callable[[], Any]) -> int:
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    run = peak = 0
-    for e in sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns()):
-        run += e.nbytes()
-        peak = max(peak, run)
-    return peak
 
 
 class Scorer(nn.Module):
@@ -115,7 +103,7 @@ def part_memory() -> None:
     lines, first = inspect.getsourcelines(Scorer.forward)
     truth_line = first + next(i for i, t in enumerate(lines) if "TEMPORARY" in t)
     m.zero_grad(set_to_none=True)
-    hand = hand_peak(lambda: m(x).backward())
+    hand = independent_peak(lambda: m(x).backward())
     print("| case | predicted place | true place | predicted peak | hand-summed peak | parts sum to peak |")
     print("|---|---|---|---|---|---|")
     print(f"| no-grad 32 MiB temporary in `scorer` | {peak['phase']}, `{peak['module']}`, "

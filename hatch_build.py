@@ -2,10 +2,10 @@
 
 The bundle is built from ``js/`` with esbuild and shipped in both the wheel and the sdist, so ``pip install`` of
 either needs no Node.js. The hook builds it only when it is missing or older than the TypeScript sources, and then
-with the minimum: ``npm install --omit=dev`` (esbuild and dagre, the only ``dependencies`` in js/package.json; not
-vitest/typescript) and ``node build.mjs``. A checkout whose ``js/node_modules`` already has esbuild (a contributor's
-``make``) is built as it is, so its dev tools stay installed. Without Node.js and without a bundle the build stops
-with one message saying what to install instead of a traceback from npm.
+with the minimum: ``npm install --omit=dev`` (esbuild, dagre and svgcanvas, the only ``dependencies`` in
+js/package.json; not vitest/typescript) and ``node build.mjs``. A checkout whose ``js/node_modules`` already has
+esbuild (a contributor's ``make``) is built as it is, so its dev tools stay installed. Without Node.js and without a
+bundle the build stops with one message saying what to install instead of a traceback from npm.
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def build_bundle(root: Path, log: Any = print) -> None:
         raise RuntimeError(f"graphwidget: this source tree has no built front end ({', '.join(BUNDLE)}) and "
                            f"building it needs Node.js, but {missing} is not on PATH: {NODE_HINT}.")
     if not (js / "node_modules" / "esbuild").is_dir():
-        log("graphwidget: npm install --omit=dev (esbuild and dagre only) in js/")
+        log("graphwidget: npm install --omit=dev (esbuild, dagre and svgcanvas only) in js/")
         _run([npm, "install", "--omit=dev", "--no-audit", "--no-fund"], js)
     log("graphwidget: building the front-end bundle (node js/build.mjs)")
     _run([node, "build.mjs"], js)

@@ -2,15 +2,15 @@
  * The folders of js/src are layers: a module imports from its own folder and from lower layers only, so a lower
  * layer can be read, tested and reused without what sits above it.
  *
- *   schema < layout < model < canvas < ui < diff < nway < entries
+ *   schema < layout < model < canvas < picture < ui < diff < nway < entries
  *
  * layout is below model: it lays out typed arrays and knows nothing of graphs (model/view.ts reads its frame
  * padding). diff is above ui: the diff view is the App with a second pane. nway is above diff: the N-way view reuses its marks
- * and camera sync.
+ * and camera sync. picture is above canvas: it runs the panes' own drawing code against an SVG context.
  */
 import { describe, expect, it } from "vitest";
 
-const LAYERS = ["schema", "layout", "model", "canvas", "ui", "diff", "nway", "entries"];
+const LAYERS = ["schema", "layout", "model", "canvas", "picture", "ui", "diff", "nway", "entries"];
 
 declare global {
   interface ImportMeta {

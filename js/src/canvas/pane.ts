@@ -15,7 +15,7 @@ import type { Cluster, Hierarchy } from "../model/grouping";
 import type { ViewGraph } from "../model/view";
 import type { LayoutClient } from "../layout/client";
 import { TextMeasurer } from "./measure";
-import { draw, type Paint } from "./render";
+import { draw, type DrawStats, type Paint } from "./render";
 import type { Camera } from "./camera";
 import { drawFindingBadges, placeFindingBadges, type DrawnBadge } from "./badges";
 import { drawStatusBadges, type DrawnStatusBadge } from "./marks";
@@ -208,23 +208,36 @@ export class GraphPane {
   }
 
   private paint(ctx: CanvasRenderingContext2D, w: number, h: number, dpr: number): void {
-    const p = this.current;
-    if (!p) return;
-    const theme = this.surface.theme;
-    const cam = this.viewport.camera;
-    const st = draw(ctx, cam, w, h, dpr, p, theme);
+    const drawn = this.render(ctx, w, h, dpr);
+    if (!drawn) return;
+    const { st, status, badges } = drawn;
     this.lastLabels = st.labels;
     this.lastLegible = st.legible;
     this.lastItems = { onScreen: st.nodes, labelled: st.itemLabels };
     this.lastBeside = st.beside;
+    this.statusBadges = status;
+    this.badges = badges;
+    this.timings.draw = st.ms;
+    this.viewport.minimap.frame(this.viewport.camera, w, h);
+  }
+
+  /**
+   * Draws what the pane shows (graph, labels, badges) into any 2D context: the canvas, or a picture's (ui/picture.ts),
+   * which passes `tag` to name each item's shape. Null before the first layout.
+   */
+  render(ctx: CanvasRenderingContext2D, w: number, h: number, dpr: number, tag?: (item: number) => void):
+    { st: DrawStats; status: DrawnStatusBadge[]; badges: DrawnBadge[] } | null {
+    const p = this.current;
+    if (!p) return null;
+    const theme = this.surface.theme;
+    const cam = this.viewport.camera;
+    const st = draw(ctx, cam, w, h, dpr, p, theme, tag);
     // badges, at a fixed screen size: the diff's status (marks.ts), placed clear of the finding badges, which go on
     // top (badges.ts)
     const findings = this.marks.findings;
     const placed = findings ? placeFindingBadges(cam, w, h, p.view, findings) : [];
-    this.statusBadges = p.status ? drawStatusBadges(ctx, cam, dpr, w, h, p, theme, placed) : [];
-    this.badges = drawFindingBadges(ctx, dpr, placed, theme);
-    this.timings.draw = st.ms;
-    this.viewport.minimap.frame(cam, w, h);
+    const status = p.status ? drawStatusBadges(ctx, cam, dpr, w, h, p, theme, placed) : [];
+    return { st, status, badges: drawFindingBadges(ctx, dpr, placed, theme) };
   }
 
   /** The page's theme changed (JupyterLab theme switch, OS dark mode): new canvas colours. */

@@ -104,7 +104,12 @@ function arrowHead(ctx: CanvasRenderingContext2D, p: Float32Array, size: number)
 }
 
 
-export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: number, cssH: number, dpr: number, p: Paint, th: Theme): DrawStats {
+/**
+ * Draws the view. `tag`, when given, is called after each item's fill with the item's index: the fills are then one
+ * path per item (a picture names each shape by its node), instead of one path per colour bucket.
+ */
+export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: number, cssH: number, dpr: number, p: Paint, th: Theme,
+  tag?: (item: number) => void): DrawStats {
   const t0 = performance.now();
   const { items, edges } = p.view;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -179,10 +184,14 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
     const arr = byBucket.get(b);
     if (arr) arr.push(i); else byBucket.set(b, [i]);
   }
-  for (const [b, list] of byBucket) {
+  for (const [, list] of byBucket) {
+    ctx.fillStyle = fillOf(p.t[list[0]], th.dark);
+    if (tag) {
+      for (const i of list) { const it = items[i]; ctx.beginPath(); box(ctx, it.x - it.w / 2, it.y - it.h / 2, it.w, it.h, radius(i), detailed); ctx.fill(); tag(i); }
+      continue;
+    }
     ctx.beginPath();
     for (const i of list) { const it = items[i]; box(ctx, it.x - it.w / 2, it.y - it.h / 2, it.w, it.h, radius(i), detailed); }
-    ctx.fillStyle = fillOf(p.t[list[0]], th.dark);
     ctx.fill();
   }
   if (detailed || vis.length < 3000) {

@@ -5,6 +5,7 @@
  * tab in the side panel.
  */
 import { App, type AppOptions } from "../ui/app";
+import type { PictureParts } from "../picture/compose";
 import { h } from "../ui/dom";
 import { renderLegend } from "../ui/legend";
 import { GraphModel } from "../model/graph";
@@ -67,6 +68,12 @@ export class DiffApp extends App {
 
   protected override attach(): void {
     attachDiffApi(this);
+  }
+
+  /** A picture of the diff: the summary sentence above both panes, then the legend. */
+  protected override pictureParts(): PictureParts {
+    const parts = super.pictureParts();
+    return { ...parts, strips: [this.summaryEl, ...parts.strips] };
   }
 
   override dispose(): void {

@@ -145,6 +145,9 @@ export interface GraphWidgetApi {
   findingsText(): string;
   /** the finding badges drawn in the last frame (on screen only) */
   findingBadges(): BadgeInfo[];
+  /** the view as SVG text, as the toolbar's SVG button saves it: what is on screen (panes, labels, badges, legend);
+   * every drawn node's shape carries `data-node-id`, every closed group's `data-group-id` */
+  toSVG(): string;
   readonly timings: Record<string, number | string>;
   readonly error: string | null;
 }
@@ -232,6 +235,7 @@ export function attachApi(app: App): GraphWidgetApi {
     selectFinding: (i) => app.selectFinding(i, 0),
     findingsText: () => app.findingsText(),
     findingBadges: () => badgesOf(app.pane),
+    toSVG: () => app.toSVG(),
     get timings() {
       const p = app.pane?.timings;
       return { unpack: app.timings.unpack, decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };

@@ -24,6 +24,7 @@ import { FindingsTab, findingsLegend, injectFindingStyles, type FindingSection }
 import { FindingMarks, shortSource } from "../model/findings";
 import { pickTheme, watchTheme } from "../canvas/theme";
 import type { GraphDoc } from "../schema/types";
+import { download, fileName, pngBlob, svgText, type PictureParts } from "../picture/compose";
 
 export interface AppOptions {
   /** CSS height of the whole view ("600px", "100%") */
@@ -95,6 +96,7 @@ export class App {
       expandAll: () => void this.expandAll(),
       collapseAll: () => void this.collapseAll(),
       fit: () => this.fitAll(),
+      save: (kind) => void this.savePicture(kind),
       togglePanel: () => { this.panelChosen = true; this.showPanel(this.panel.el.hidden); return !this.panel.el.hidden; },
     });
     this.main = h("div", { class: "gw-main" });
@@ -148,6 +150,39 @@ export class App {
   /** Something was selected: the panel shows it (unless the user hid the panel). */
   protected revealPanel(): void {
     if (!this.panelChosen && this.panel.el.hidden) this.showPanel(true);
+  }
+
+  // ---- pictures ------------------------------------------------------------------------------------------
+
+  /** What a picture of the view holds: the title, the panes as drawn, the legend (the diff view adds its summary). */
+  protected pictureParts(): PictureParts {
+    const title = this.toolbar.title.textContent ?? "";
+    return {
+      panes: this.panes.map((pane, k) => ({ pane, idOf: (j: number) => {
+        const it = pane.view!.items[j];
+        return it.cluster ? it.cluster.id : this.models[k].nodes[it.node].id;
+      } })),
+      strips: [...(title ? [this.toolbar.title] : []), this.legend],
+      background: this.pane?.surface.theme.bg ?? "#ffffff",
+      title: title || "graph",
+    };
+  }
+
+  /** The view as SVG text (what the Save SVG button writes). */
+  toSVG(): string {
+    if (!this.panes.some((p) => p.view)) throw new Error("nothing is drawn yet: wait for `ready`");
+    return svgText(this.pictureParts());
+  }
+
+  /** Writes a picture of the view as a download (the toolbar's SVG and PNG buttons). */
+  async savePicture(kind: "svg" | "png"): Promise<void> {
+    try {
+      const parts = this.pictureParts();
+      const blob = kind === "svg" ? new Blob([svgText(parts)], { type: "image/svg+xml" }) : await pngBlob(parts);
+      download(blob, fileName(parts.title, kind), this.root);
+    } catch (err) {
+      this.toolbar.status.textContent = `could not save the picture: ${err instanceof Error ? err.message : String(err)}`;
+    }
   }
 
   get model(): GraphModel | null { return this.models[0] ?? null; }

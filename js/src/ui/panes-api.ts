@@ -37,6 +37,8 @@ export interface PanesApi<K> {
   collapseAll(): Promise<void>;
   fit(): void;
   findingBadges(pane: K): BadgeInfo[];
+  /** the view as SVG text, as the toolbar's SVG button saves it (every pane, the strips around them, the legend) */
+  toSVG(): string;
 }
 
 /** The id pane `k`'s drawn item `j` stands for: its group's id when it is a closed group, else its node's id. */
@@ -97,6 +99,7 @@ export function panesApi<K>(app: PanesApp, index: (pane: K) => number): PanesApi
     expandAll: () => app.expandAll(),
     collapseAll: () => app.collapseAll(),
     fit: () => { app.fitAll(); app.panes.forEach((p) => p.drawNow()); },
+    toSVG: () => app.toSVG(),
     findingBadges: (p) => badgesOf(pane(p)),
   };
 }

@@ -1,4 +1,5 @@
-/** The toolbar: title, search box and counter, colour menu, group buttons, Fit, Panel toggle, status text. */
+/** The toolbar: title, search box and counter, colour menu, group buttons, Fit, picture buttons (SVG, PNG), Panel
+ * toggle, status text. */
 import { h } from "./dom";
 import { METRIC_ORDER, METRICS, isMetricName, type MetricName } from "../model/colour";
 
@@ -10,6 +11,8 @@ export interface ToolbarActions {
   collapseAll(): void;
   fit(): void;
   togglePanel(): boolean;
+  /** saves a picture of the view (what is on screen, with the legend) */
+  save(kind: "svg" | "png"): void;
 }
 
 export class Toolbar {
@@ -46,6 +49,11 @@ export class Toolbar {
       this.groupButtons,
       h("button", { class: "gw-fitbtn", text: "Fit", title: "Show the whole drawing (also ⤢ beside the graph, the f key, a double-click)",
         attrs: { type: "button", "data-action": "fit" }, on: { click: () => act.fit() } }),
+      h("span", { class: "gw-savebtns" },
+        h("button", { text: "SVG", title: "Save the view as an SVG picture: what is on screen, with labels, badges and the legend",
+          attrs: { type: "button", "data-action": "save-svg" }, on: { click: () => act.save("svg") } }),
+        h("button", { text: "PNG", title: "Save the view as a PNG picture (twice the screen's size in pixels)",
+          attrs: { type: "button", "data-action": "save-png" }, on: { click: () => act.save("png") } })),
       panelBtn,
       this.extra,
       this.status);

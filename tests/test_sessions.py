@@ -467,7 +467,7 @@ def committing(exc: KeyboardInterrupt) -> bool:
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code is inspect.unwrap(runner.profile).__code__ and tb.tb_lineno >= COMMIT_LINE:
+        if code is inspect.unwrap(runner.run_profile).__code__ and tb.tb_lineno >= COMMIT_LINE:
             return True
         tb = tb.tb_next
     return False

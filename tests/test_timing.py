@@ -324,7 +324,7 @@ def test_cuda_events_path():
 @pytest.mark.skipif(not native.available(), reason="compiled core not built")
 def test_native_hooks_time_every_node_and_are_really_removed():
     """The C++ hooks (hooks.cpp): stamps for every node that ran, and after remove() they no longer fire."""
-    mod = native.load()
+    mod = native.load_core()
     x = torch.randn(64, requires_grad=True)
     y = (x.exp() * x).sin().sum()
     first = mod.instrument([y.grad_fn], True)

@@ -78,7 +78,7 @@ def test_cpu_time_is_used_when_the_clocks_disagree_and_both_are_reported() -> No
     import sys
     import time
 
-    from graphwidget.experiment.speed import _clock, disagree, record
+    from graphwidget.experiment.speed import _clock, disagree, timing_record
 
     def timed(f: Any, n: int) -> Any:
         w0, c0 = time.perf_counter_ns(), time.process_time_ns()
@@ -109,7 +109,7 @@ def test_cpu_time_is_used_when_the_clocks_disagree_and_both_are_reported() -> No
     use_cpu, _ = _clock(a_s, b_s, False, 0.05)
     if disagree(wall, cpu):
         assert use_cpu
-        rec = record(a_s, b_s, False, use_cpu, 0.05, {}, 1.0, "alternate", "test")
+        rec = timing_record(a_s, b_s, False, use_cpu, 0.05, {}, 1.0, "alternate", "test")
         assert rec["clock"] == "cpu" and rec["clocks_disagree"] and "wall" in rec["step"]
         assert rec["step"]["fastest_ms"] == [min(s[5] for s in a_s), min(s[5] for s in b_s)]
     else:  # the machine was idle enough that the clocks agreed: the narrower interval chooses, as before

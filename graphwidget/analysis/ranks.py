@@ -452,14 +452,14 @@ class RankSet:
     def from_dir(cls, folder: Any) -> "RankSet":
         """Read the graphs the ranks wrote into ``folder`` (``rank*.json``; each one's rank from its
         ``meta.rank``, else from the file name)."""
-        from ..model.io import load_json
+        from ..model.io import graph_from_json
         folder = Path(folder)
         if not folder.is_dir():
             raise FileNotFoundError(f"graphwidget: {folder} is not a folder of per-rank graphs (rank00000.json, ...).")
         graphs: Dict[int, GradGraph] = {}
         world = None
         for p in sorted(folder.glob(FILE_PATTERN)):
-            g = load_json(p.read_bytes())
+            g = graph_from_json(p.read_bytes())
             info = g.meta.get("rank") or {}
             r = info.get("rank")
             if not isinstance(r, int):

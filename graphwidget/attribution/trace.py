@@ -1,4 +1,5 @@
-"""``trace``: run a function and capture its output's graph with every node attributed."""
+"""``trace_call`` (what ``gw.trace`` calls): run a function and capture its output's graph, every node
+attributed."""
 from __future__ import annotations
 
 import gc
@@ -13,8 +14,8 @@ from .recorder import Recorder
 
 
 @refuse_shadowed_options("graphwidget.trace", "fn")
-def trace(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] = None,
-          title: Optional[str] = None, memory: bool = False, **kwargs: Any) -> GradGraph:
+def trace_call(fn: Callable[..., Any], *args: Any, module: Optional[torch.nn.Module] = None,
+               title: Optional[str] = None, memory: bool = False, **kwargs: Any) -> GradGraph:
     """Run ``fn(*args, **kwargs)`` and capture the graph of its output(s), annotated with where each node was
     created: ``source`` (file:line), ``code``, ``module`` (``nn.Module`` path) and the forward output strides.
 

@@ -27,7 +27,7 @@ def capture_raw(obj: Any, module: Optional[torch.nn.Module] = None, title: Optio
         raise ValueError(f"graphwidget.capture: engine must be one of {ENGINES}, got {engine!r}.")
     roots = roots_of(obj)
     names = parameter_names(module)
-    core = core_engine.load() if engine != "python" else None
+    core = core_engine.load_core() if engine != "python" else None
     with gc_paused():
         if engine != "python":
             if core is None and engine == "native":
@@ -48,7 +48,7 @@ def capture_raw(obj: Any, module: Optional[torch.nn.Module] = None, title: Optio
 
 def finalize(graph: GradGraph) -> GradGraph:
     """Rank a :func:`capture_raw` graph's ``seq`` (with the compiled core when it is loaded)."""
-    return finalize_seq(graph, core_engine.load())
+    return finalize_seq(graph, core_engine.load_core())
 
 
 def capture(obj: Any, *, module: Optional[torch.nn.Module] = None, title: Optional[str] = None,

@@ -109,10 +109,10 @@ def run_demo(out: Optional[Path], profile: bool = True, repeat: int = 5,
     _step("running both versions of the homography warp: same outputs and gradients? (checked against float64 runs)"
           + (", then timing them in interleaved rounds" if profile else ""))
     from ..analysis.diff.report import equivalence_text
-    from ..experiment.compare import compare
+    from ..experiment.compare import compare_two
     inp = inputs if inputs is not None else ex.homography_inputs()
-    d = compare(ex.homography_repeat, ex.homography_broadcast, **inp, labels=LABELS, profile=profile, repeat=repeat,
-                advise=False)
+    d = compare_two(ex.homography_repeat, ex.homography_broadcast, **inp, labels=LABELS, profile=profile,
+                    repeat=repeat, advise=False)
     a, b = d.a, d.b
     graphs = {TITLES["repeat"]: a, TITLES["broadcast"]: b}
     for g, label in ((a, "repeat"), (b, "broadcast")):

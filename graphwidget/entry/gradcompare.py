@@ -139,9 +139,9 @@ class GradCompareMagics(Magics):
         except ValueError:
             raise _error(f"--repeat {opts['repeat']!r}: write a whole number of instrumented rounds, e.g. "
                          f"--repeat 5.") from None
-        from ..experiment.compare import compare
+        from ..experiment.compare import compare_two
         try:
-            d = compare(fn_a, fn_b, *args, labels=labels, profile=opts["profile"], repeat=repeat, **kwargs)
+            d = compare_two(fn_a, fn_b, *args, labels=labels, profile=opts["profile"], repeat=repeat, **kwargs)
         except (TypeError, ValueError) as exc:  # our own argument checks: say them without a traceback
             raise _error(str(exc).replace("graphwidget.compare: ", "")) from None
         print(d.sentence())  # the one line to paste into a pull request, above the view

@@ -1,5 +1,5 @@
-""":func:`compare`: run two implementations of a forward pass on the same inputs and answer two questions — same
-maths? faster? — then capture both graphs and match them node to node.
+""":func:`compare_two` (``gw.compare`` of two functions): run two implementations of a forward pass on the same
+inputs and answer two questions — same maths? faster? — then capture both graphs and match them node to node.
 
 Isolation: each side runs on its **own copy** of every tensor argument (same values, dtype, device, memory format
 and ``requires_grad``), so the caller's tensors and their ``.grad`` are never touched and the two sides never
@@ -48,13 +48,13 @@ from .naming import Namer, leaf_tensors, name_leaves, name_modules, pair, side_n
 from .state import State, mutations
 from .values import Budget, Collector
 
-__all__ = ["compare", "CompareError", "StructureMismatch"]
+__all__ = ["compare_two", "CompareError", "StructureMismatch"]
 
 T = TypeVar("T")
 
 
 class CompareError(RuntimeError):
-    """One side of :func:`compare` raised; ``side`` is ``"A"`` or ``"B"``, the original exception is the cause."""
+    """One side of :func:`compare_two` raised; ``side`` is ``"A"`` or ``"B"``, the original exception is the cause."""
 
     def __init__(self, message: str, side: str) -> None:
         super().__init__(message)
@@ -374,10 +374,10 @@ def _unpaired(rows: List[Dict[str, Any]]) -> None:
 
 # -- compare ----------------------------------------------------------------------------------------------------------
 @refuse_shadowed_options("graphwidget.compare", "fn_a", "fn_b")
-def compare(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
-            profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
-            threads: Optional[int] = None, advise: bool = True, memory: bool = False, divergence: Any = True,
-            **kwargs: Any) -> Diff:
+def compare_two(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, labels: Sequence[str] = ("A", "B"),
+                profile: bool = False, repeat: int = 5, band: float = BAND, budget: float = 3.0,
+                threads: Optional[int] = None, advise: bool = True, memory: bool = False, divergence: Any = True,
+                **kwargs: Any) -> Diff:
     """Run ``fn_a(*args, **kwargs)`` and ``fn_b(*args, **kwargs)``, each on its own copy of the inputs, and return the
     :class:`~graphwidget.Diff` of their autograd graphs with both verdicts.
 

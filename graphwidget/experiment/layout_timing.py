@@ -67,8 +67,8 @@ def _ratio_median(pairs: Sequence[Tuple[float, float]]) -> float:
     return median([b / a for a, b in pairs if a > 0]) or 1.0
 
 
-def compare(variants: Dict[str, Run], device: torch.device, rounds: int = 9, warmup: int = 2,
-            budget_ms: float = 2000.0, stop_below: float = 1.0, min_rounds: int = 5) -> Verdict:
+def time_variants(variants: Dict[str, Run], device: torch.device, rounds: int = 9, warmup: int = 2,
+                  budget_ms: float = 2000.0, stop_below: float = 1.0, min_rounds: int = 5) -> Verdict:
     """Time every variant (the first is the captured layout) over interleaved rounds.
 
     ``rounds`` is lowered (not below 5) when one round would take more than ``budget_ms / rounds``; an op that
@@ -172,15 +172,15 @@ def _measure_now(call: Call) -> Optional[Tuple[str, Any]]:
             variants, device = _variants(call)
             if variants is None:
                 return None
-            first = compare(variants, device, rounds=rule.ROUNDS, budget_ms=rule.ROUND_BUDGET_MS,
-                              stop_below=1 / (1 + rule.MIN_GAIN))
+            first = time_variants(variants, device, rounds=rule.ROUNDS, budget_ms=rule.ROUND_BUDGET_MS,
+                                  stop_below=1 / (1 + rule.MIN_GAIN))
             best = min(first.ratio, key=lambda n: first.ratio[n]) if first.ratio else None
             if best is None or not _wins(first, best):
                 return None
             # Always a second look, however clear the first: a burst of load (another process's threads spinning on
             # the same cores) can slow one layout's kernels for a whole short comparison and fake a large win.
-            second = compare(variants, device, rounds=rule.ROUNDS, warmup=1, budget_ms=rule.ROUND_BUDGET_MS,
-                               stop_below=1 / (1 + rule.MIN_GAIN))
+            second = time_variants(variants, device, rounds=rule.ROUNDS, warmup=1, budget_ms=rule.ROUND_BUDGET_MS,
+                                   stop_below=1 / (1 + rule.MIN_GAIN))
             verdict = merge(first, second)
             return (best, verdict) if _wins(verdict, best) else None
     except (RuntimeError, ValueError, TypeError, NotImplementedError, MemoryError):

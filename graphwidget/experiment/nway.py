@@ -25,6 +25,7 @@ from .compare import (
     _restore,
     advise_graphs,
     check_options,
+    compare_two,
     divergence_of,
     peaks_of,
     prepare,
@@ -32,7 +33,6 @@ from .compare import (
     timed,
     with_per_node,
 )
-from .compare import compare as two_way
 from .state import State
 
 if TYPE_CHECKING:
@@ -59,8 +59,9 @@ def compare(fn_a: _Sides, /, *args: Any, labels: Optional[Sequence[str]] = ..., 
             profile: bool = ..., repeat: int = ..., band: float = ..., budget: float = ...,
             threads: Optional[int] = ..., advise: bool = ..., memory: bool = ..., **kwargs: Any) -> MultiDiff: ...
 def compare(fn_a: Any, /, *args: Any, **kwargs: Any) -> Any:
-    """``gw.compare``: two functions (``compare(fn_a, fn_b, *inputs)``: :func:`graphwidget.experiment.compare.compare`,
-    a :class:`~graphwidget.Diff`), or N sides as a dict label -> function or a list (``compare({"eager": f,
+    """``gw.compare``: two functions (``compare(fn_a, fn_b, *inputs)``:
+    :func:`graphwidget.experiment.compare.compare_two`, a :class:`~graphwidget.Diff`), or N sides as a dict
+    label -> function or a list (``compare({"eager": f,
     "compiled": torch.compile(f)}, *inputs, reference="eager")``: :func:`compare_sides`, a
     :class:`~graphwidget.MultiDiff`).
 
@@ -73,10 +74,10 @@ def compare(fn_a: Any, /, *args: Any, **kwargs: Any) -> Any:
         return compare_recorded(fn_a, *args, **kwargs)
     if isinstance(fn_a, (Mapping, list, tuple)):
         return compare_sides(fn_a, *args, **kwargs)
-    return two_way(fn_a, *args, **kwargs)
+    return compare_two(fn_a, *args, **kwargs)
 
 
-compare.__doc__ = f"{compare.__doc__}\n\nTwo sides:\n{two_way.__doc__}"
+compare.__doc__ = f"{compare.__doc__}\n\nTwo sides:\n{compare_two.__doc__}"
 
 
 def _labels(fns: Any, labels: Any) -> Tuple[List[Callable[..., Any]], List[str]]:

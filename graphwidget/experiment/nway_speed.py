@@ -65,8 +65,8 @@ def _measure(sides: Sequence[speed.Side], band: float, budget_s: float, min_roun
     for i in range(n):
         for j in range(n):
             if i != j:
-                out[(i, j)] = speed.record(sides[i].samples, sides[j].samples, cuda, use_cpu, band, sampled,
-                                           budget_s, ORDER, why)
+                out[(i, j)] = speed.timing_record(sides[i].samples, sides[j].samples, cuda, use_cpu, band, sampled,
+                                                  budget_s, ORDER, why)
                 out[(i, j)]["sides_timed"] = n
     return out
 

@@ -35,9 +35,9 @@ import torch
 
 from .._util.keywords import refuse_if_shadowed
 from ..analysis.ranks import RankSet, rank_file
-from ..attribution.trace import trace as _trace
+from ..attribution.trace import trace_call
 from ..model.graph import GradGraph
-from ..profiling.runner import profile as _profile
+from ..profiling.runner import run_profile
 
 __all__ = ["Ranks", "RankError", "profile", "trace"]
 
@@ -103,19 +103,19 @@ def profile(fn: Callable[..., Any], *args: Any, ranks: None = ..., **kwargs: Any
 @overload
 def profile(fn: Callable[..., Any], *args: Any, ranks: Any, **kwargs: Any) -> Union[GradGraph, RankSet]: ...
 def profile(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) -> Any:
-    """:func:`graphwidget.profiling.profile` — its arguments and result unchanged when ``ranks`` is None. With
+    """:func:`graphwidget.profiling.run_profile` — its arguments and result unchanged when ``ranks`` is None. With
     ``ranks="all"`` (or a list of ranks, or :class:`Ranks`), inside a ``torch.distributed`` job: every rank profiles
     its step, and the graphs are gathered to rank 0, which returns a :class:`~graphwidget.RankSet`; the other ranks
     return their own graph (module docstring: what happens when a rank raises or hangs). With ``ranks``, ``stat``
     defaults to ``"median"``: per-node medians over the repeats, robust to a run one rank lost to the machine."""
     if ranks is None:
-        return _profile(fn, *args, **kwargs)
+        return run_profile(fn, *args, **kwargs)
     refuse_if_shadowed("graphwidget.profile", fn, ["ranks"])
     opts = _options(ranks, "graphwidget.profile")
     # Ranks are compared node by node: per-node medians over the repeats, so that one run a rank spent descheduled
     # (or, under DDP, waiting inside a node's hook) does not make it the straggler. stat= still chooses.
     kwargs.setdefault("stat", "median")
-    return gathered(lambda: _profile(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.profile",
+    return gathered(lambda: run_profile(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.profile",
                     args, kwargs)
 
 
@@ -124,12 +124,12 @@ def trace(fn: Callable[..., Any], *args: Any, ranks: None = ..., **kwargs: Any) 
 @overload
 def trace(fn: Callable[..., Any], *args: Any, ranks: Any, **kwargs: Any) -> Union[GradGraph, RankSet]: ...
 def trace(fn: Callable[..., Any], *args: Any, ranks: Any = None, **kwargs: Any) -> Any:
-    """:func:`graphwidget.attribution.trace`, with ``ranks`` as for :func:`profile` (graphs without times)."""
+    """:func:`graphwidget.attribution.trace_call`, with ``ranks`` as for :func:`profile` (graphs without times)."""
     if ranks is None:
-        return _trace(fn, *args, **kwargs)
+        return trace_call(fn, *args, **kwargs)
     refuse_if_shadowed("graphwidget.trace", fn, ["ranks"])
     opts = _options(ranks, "graphwidget.trace")
-    return gathered(lambda: _trace(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.trace",
+    return gathered(lambda: trace_call(fn, *args, **kwargs), fn, kwargs.get("module"), opts, "graphwidget.trace",
                     args, kwargs)
 
 
@@ -144,8 +144,8 @@ def _with_ranks(fn: Any, stage: Any) -> None:
     fn.__doc__ = f"{fn.__doc__}\n\n{stage.__doc__}"
 
 
-_with_ranks(profile, _profile)
-_with_ranks(trace, _trace)
+_with_ranks(profile, run_profile)
+_with_ranks(trace, trace_call)
 
 
 # -- one rank's side ---------------------------------------------------------------------------------------------------
@@ -253,8 +253,8 @@ def gathered(run: Callable[[], GradGraph], fn: Any, module: Any, opts: Ranks, wh
     transfer_s = lap()
     if rank != opts.dst:
         return g
-    from ..model.io import load_json
-    graphs = {r: (g if r == rank else load_json(t)) for r, t in texts.items()}
+    from ..model.io import graph_from_json
+    graphs = {r: (g if r == rank else graph_from_json(t)) for r, t in texts.items()}
     for r, gr in graphs.items():
         if r != rank:
             gr.meta.setdefault("rank", {"rank": r})

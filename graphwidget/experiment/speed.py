@@ -255,7 +255,7 @@ def _measure(sides: Sequence[Side], band: float, budget_s: float, min_rounds: in
         why = ("process CPU time: its interval was the narrower (other processes' load does not count in it)"
                if use_cpu else "wall clock: its interval was the narrower") + (
             " at the look that decided" if decided_on else "")
-    return record(a.samples, b.samples, cuda, use_cpu, band, sampled, budget_s, ORDER, why)
+    return timing_record(a.samples, b.samples, cuda, use_cpu, band, sampled, budget_s, ORDER, why)
 
 
 def sample(sides: Sequence[Side], order: Callable[[int, int], Sequence[int]], decided: Callable[[], bool],
@@ -288,8 +288,8 @@ def sample(sides: Sequence[Side], order: Callable[[int, int], Sequence[int]], de
     return {"rounds": rounds, "inner": inner, "stopped": stopped, "seconds": round(time.perf_counter() - start, 3)}
 
 
-def record(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, use_cpu: bool, band: float, sampled: Dict[str, Any],
-           budget_s: float, order: str, clock_why: str) -> Dict[str, Any]:
+def timing_record(a: Sequence[Phase], b: Sequence[Phase], cuda: bool, use_cpu: bool, band: float,
+                  sampled: Dict[str, Any], budget_s: float, order: str, clock_why: str) -> Dict[str, Any]:
     """The timing record of B's samples against A's on the chosen clock (:func:`measure`'s), every phase judged,
     with the other clock's ratios beside; ``sampled``: :func:`sample`'s account."""
     out: Dict[str, Any] = {

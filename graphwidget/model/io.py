@@ -22,7 +22,7 @@ from .held import HeldColumns
 from .writer import register_accelerator, to_dict, to_json
 from .writer import registered_core as _core
 
-__all__ = ["load_json", "read_file", "parse", "validate", "from_dict", "graph_from_parsed", "to_dict", "to_json",
+__all__ = ["graph_from_json", "read_file", "parse", "validate", "from_dict", "graph_from_parsed", "to_dict", "to_json",
            "register_accelerator"]
 
 #: The most bytes a gzip-compressed document may decompress to (``GRAPHWIDGET_MAX_JSON_BYTES`` overrides it): far
@@ -247,14 +247,13 @@ def read_file(path: Any) -> bytes:
     return data
 
 
-def load_json(text: Any) -> GradGraph:
-    """Read a graph written by :meth:`GradGraph.to_json`.
+def graph_from_json(text: Any) -> GradGraph:
+    """Read a graph written by :meth:`GradGraph.to_json` (graphs only: ``graphwidget.load_json`` reads every result).
 
     The document (version 2 or 1) is validated against the schema first (:func:`validate`): a broken or
     hostile file is refused with a ``ValueError`` naming the node and the field, never half-loaded.
-    ``graphwidget.load_json`` reads diffs too.
 
-    >>> g2 = gw.load_json(g.to_json())        # doctest: +SKIP
+    >>> g2 = graph_from_json(g.to_json())        # doctest: +SKIP
     """
     with gc_paused():
         return graph_from_parsed(parse(text))

@@ -30,8 +30,8 @@ _accelerator: Optional[Callable[[], Any]] = None
 
 
 def register_accelerator(provider: Callable[[], Any]) -> None:
-    """Let :func:`load_json` and a loaded graph's first ``.nx`` use the compiled core returned by ``provider()`` when it
-    is built (to untrack parsed JSON and built dicts from the cycle collector)."""
+    """Let :func:`~graphwidget.model.io.graph_from_json` and a loaded graph's first ``.nx`` use the compiled core
+    returned by ``provider()`` when it is built (to untrack parsed JSON and built dicts from the cycle collector)."""
     global _accelerator
     _accelerator = provider
 
@@ -143,8 +143,8 @@ def _column_text(col: Any, dumps: Callable[[Any], str]) -> str:
 
 
 def to_json(graph: "GradGraph", indent: Optional[int] = None, version: int = schema.VERSION) -> str:
-    """Serialise to the versioned JSON form (version 2, columns, unless ``version=1``); :func:`load_json` reads it
-    back exactly."""
+    """Serialise to the versioned JSON form (version 2, columns, unless ``version=1``); :func:`graphwidget.load_json`
+    reads it back exactly."""
     if version == schema.VERSION and indent is None:
         try:
             with gc_paused():

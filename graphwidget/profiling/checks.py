@@ -1,5 +1,6 @@
 """What a profiled call differentiates, which clock it needs, and the error when runs disagree: shared by
-:func:`~graphwidget.profiling.runner.profile`, its ``torch.profiler`` cross-check and the diff's interleaved timing."""
+:func:`~graphwidget.profiling.runner.run_profile`, its ``torch.profiler`` cross-check and the diff's interleaved
+timing."""
 from __future__ import annotations
 
 from typing import Any, List

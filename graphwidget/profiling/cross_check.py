@@ -115,7 +115,7 @@ def profiler_runs(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[s
     return bwd, {op: median([r[2].get(op, 0.0) for r in results]) or 0.0 for op in ops}
 
 
-def compare(graph: GradGraph, profiler_by_op: Dict[str, float]) -> Dict[str, Any]:
+def hooks_vs_profiler(graph: GradGraph, profiler_by_op: Dict[str, float]) -> Dict[str, Any]:
     """Backward ms per op type from the hooks (``bwd_ms``) and from torch.profiler (the node's own event inside
     ``evaluate_function``), and the dominant op and its share of the time inside nodes for each; stored as
     ``g.meta["timing"]["cross_check"]``."""

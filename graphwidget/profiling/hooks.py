@@ -177,7 +177,7 @@ def _instrument_native(roots: Sequence[Any], hook: bool, run: Run) -> bool:
     is not built or the roots are something it does not handle. Its stamps are CLOCK_MONOTONIC ns, i.e.
     ``time.perf_counter_ns`` on Linux, so only CPU-clock runs on Linux use it. (Its hooks go when the handle is
     removed or freed.)"""
-    mod = core_engine.load()
+    mod = core_engine.load_core()
     if mod is None or sys.platform != "linux":
         return False
     try:

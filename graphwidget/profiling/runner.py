@@ -1,4 +1,5 @@
-"""Where the time goes: :func:`profile` runs a function (forward + backward) and times every autograd node.
+"""Where the time goes: :func:`run_profile` (what ``gw.profile`` calls) runs a function (forward + backward)
+and times every autograd node.
 
 * **Backward**: a pre-hook and a post hook (``Node.register_prehook`` / ``register_hook``) on every node, tiny closures
   that store one stamp each in a list slot, removed after the backward. CPU stamps are ``perf_counter_ns``; CUDA
@@ -74,7 +75,7 @@ def _kept_runs(runs: List[Run], stat: str) -> List[Run]:
 def annotate(graph: GradGraph, kept: List[Run], *, stat: str, backward: bool, repeat: int, warmup: int,
              device: torch.device, clock: Any, measured: Optional[List[Run]] = None, **meta: Any) -> None:
     """Write the timed runs ``kept`` into ``graph``: per node ``fwd_ms``/``bwd_ms`` (median or mean over runs, by
-    ``stat``) and ``meta["timing"]``. The one place both :func:`profile` and the diff's interleaved timing
+    ``stat``) and ``meta["timing"]``. The one place both :func:`run_profile` and the diff's interleaved timing
     (:mod:`graphwidget.experiment.interleave`) turn runs into numbers, so the two read alike; ``meta`` adds keys
     (``interleaved=True``). ``measured``: every measured run in the order they ran (default ``kept``), kept per run
     in ``graph.steps`` for the trace export."""
@@ -140,13 +141,13 @@ def module_forward_ms(graph: GradGraph, kept: List[Run]) -> Dict[str, List[float
 
 
 @refuse_shadowed_options("graphwidget.profile", "fn")
-def profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
-            stat: str = "iqm", cross_check: bool = False, device: Optional[Any] = None,
-            module: Optional[torch.nn.Module] = None, title: Optional[str] = None, memory: bool = False,
-            **kwargs: Any) -> GradGraph:
+def run_profile(fn: Callable[..., Any], *args: Any, repeat: int = 5, warmup: int = 1, backward: bool = True,
+                stat: str = "iqm", cross_check: bool = False, device: Optional[Any] = None,
+                module: Optional[torch.nn.Module] = None, title: Optional[str] = None, memory: bool = False,
+                **kwargs: Any) -> GradGraph:
     """Run ``fn(*args, **kwargs)`` ``warmup + repeat`` times, forward and backward, and return its graph with the
     forward time (``fwd_ms``) and backward time (``bwd_ms``) of every node over the repeats, plus everything
-    :func:`trace` records (source line, module path).
+    :func:`graphwidget.trace` records (source line, module path).
 
     ``stat="iqm"`` (default): drop the fastest and slowest quarter of the runs (whole runs), average the rest per
     node; node times + ``unattributed_ms`` then add up to ``backward_ms``, the same runs' mean wall time. (A per-node
@@ -225,8 +226,8 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
              backward: bool, stat: str, cross_check: bool, dev: torch.device, clock: CpuClock,
              module: Optional[torch.nn.Module], title: Optional[str], token: object,
              memory: bool = False, grads: Optional[Grads] = None) -> GradGraph:
-    """The runs and statistics of :func:`profile`, with the collector off (``profile`` restores it). ``grads``
-    keeps the user's ``.grad`` (``profile`` puts them back or commits them)."""
+    """The runs and statistics of :func:`run_profile`, with the collector off (``run_profile`` restores it). ``grads``
+    keeps the user's ``.grad`` (``run_profile`` puts them back or commits them)."""
     if grads is None:
         grads = Grads()
     if backward:
@@ -263,10 +264,10 @@ def _measure(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, A
              device=dev, clock=clock, measured=runs)
     nodes = graph.nx.nodes
     if prof is not None and backward:
-        from .cross_check import compare
+        from .cross_check import hooks_vs_profiler
         for i, v in enumerate(prof[0]):
             nodes[i]["bwd_ms_profiler"] = v  # networkx only: not part of the JSON schema
-        graph.meta["timing"]["cross_check"] = compare(graph, prof[1])
+        graph.meta["timing"]["cross_check"] = hooks_vs_profiler(graph, prof[1])
     if memory:
         graph.memory()  # writes each node's peak_bytes (the analysis lives behind the graph's facade)
     graph.output = out

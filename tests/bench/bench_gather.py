@@ -95,7 +95,7 @@ def main() -> None:
         return
     nodes = args.nodes or (10_000 if args.quick else 100_000)
     from graphwidget.capturing.native import engine
-    core = "compiled core" if engine.load() is not None else "pure Python"
+    core = "compiled core" if engine.load_core() is not None else "pure Python"
     with tempfile.TemporaryDirectory(prefix="gw-bench-gather-") as tmp:
         gfile, out = Path(tmp) / "graph.json", Path(tmp) / "rows.json"
         t = time.perf_counter()

@@ -974,7 +974,7 @@ def environment(device: Any) -> Dict[str, Any]:
     meta: Dict[str, Any] = {
         "device": str(device), "torch": torch.__version__, "cuda": torch.version.cuda,
         "python": platform.python_version(), "graphwidget": gw.__version__, "graphwidget_file": gw.__file__,
-        "engine": "compiled core" if native.engine.load() is not None else "pure Python",
+        "engine": "compiled core" if native.engine.load_core() is not None else "pure Python",
         "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "host": platform.node(),
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
     }

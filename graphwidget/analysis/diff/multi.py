@@ -22,8 +22,7 @@ from ..._util.gc import gc_paused
 from ...model import compare_schema, io, schema
 from ...model.graph import GradGraph
 from . import fusion
-from .result import Diff, build, read_divergence
-from .result import diff as two_way_diff
+from .result import Diff, build, diff_graphs, read_divergence
 from .verdicts import BAND, clean_equivalence, clean_timing, decided_text, maths_text, memory_text
 
 Verdicts = Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]  # (equivalence, timing)
@@ -377,17 +376,17 @@ def diff(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = ...) -> D
 def diff(a: Union[Mapping[str, GradGraph], List[GradGraph], Tuple[GradGraph, ...]], b: None = ...,
          labels: Optional[Sequence[str]] = ..., reference: Any = ...) -> "MultiDiff": ...
 def diff(a: Any, b: Any = None, labels: Optional[Sequence[str]] = None, reference: Any = None) -> Any:
-    """``gw.diff``: two graphs (``diff(a, b, labels)``: :func:`.result.diff`, a :class:`Diff`), or N graphs as a dict
-    label -> GradGraph or a list (``diff({"a": g1, "b": g2, "c": g3}, reference="b")``: :func:`multi_diff`, a
+    """``gw.diff``: two graphs (``diff(a, b, labels)``: :func:`.result.diff_graphs`, a :class:`Diff`), or N graphs
+    as a dict label -> GradGraph or a list (``diff({"a": g1, "b": g2, "c": g3}, reference="b")``: :func:`multi_diff`, a
     :class:`MultiDiff`). Torch-free."""
     if b is None and isinstance(a, (dict, list, tuple)):
         return multi_diff(a, labels=labels, reference=reference)
     if reference is not None:
         raise TypeError("graphwidget.diff: reference= is for N graphs (a dict or a list); two graphs are A and B.")
-    return two_way_diff(a, b, labels)
+    return diff_graphs(a, b, labels)
 
 
-diff.__doc__ = f"{diff.__doc__}\n\nTwo graphs:\n{two_way_diff.__doc__}"
+diff.__doc__ = f"{diff.__doc__}\n\nTwo graphs:\n{diff_graphs.__doc__}"
 
 
 def default_labels(n: int) -> List[str]:

@@ -1,4 +1,4 @@
-"""The :class:`Diff` of two graphs and :func:`diff`, which makes one from two GradGraphs you already have.
+"""The :class:`Diff` of two graphs and :func:`diff_graphs`, which makes one from two GradGraphs you already have.
 
 A Diff holds both graphs, the node matching (:mod:`.match`), what changed on matched pairs (:mod:`.fields`) and, when
 :func:`graphwidget.compare` made it, whether the two functions compute the same thing (``equivalence``) and how their
@@ -37,7 +37,7 @@ class Diff:
 
     Attributes: ``a``, ``b`` (the GradGraphs), ``labels``, ``matched`` ([(a_id, b_id)], unchanged and changed),
     ``changed`` ([(a_id, b_id, [field, ...])]), ``removed`` / ``added`` (ids), ``equivalence`` and ``timing`` (set
-    by :func:`graphwidget.compare`; ``None`` for :func:`diff`).
+    by :func:`graphwidget.compare`; ``None`` for :func:`diff_graphs`).
     """
 
     def __init__(self, a: GradGraph, b: GradGraph, *, labels: Sequence[str] = ("A", "B"),
@@ -69,7 +69,7 @@ class Diff:
     @property
     def equivalent(self) -> Optional[bool]:
         """``True`` when every output and gradient of A and B matched within tolerance, ``False`` when one did not,
-        ``None`` when not checked (:func:`diff` of two graphs you already had)."""
+        ``None`` when not checked (:func:`diff_graphs` of two graphs you already had)."""
         if not self.equivalence:
             return None
         return bool(self.equivalence.get("equivalent"))
@@ -296,7 +296,7 @@ def check_labels(labels: Any, who: str) -> Tuple[str, str]:
     return labels[0], labels[1]
 
 
-def diff(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = None) -> Diff:
+def diff_graphs(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = None) -> Diff:
     """Match two graphs you already have (captured, traced, profiled or read with ``load_json``) node to node.
 
     ``labels`` name the sides (default: the graphs' titles when both have different ones, else ``"A"``/``"B"``).
@@ -320,7 +320,8 @@ def diff(a: GradGraph, b: GradGraph, labels: Optional[Sequence[str]] = None) -> 
 
 def build(ga: GradGraph, gb: GradGraph, labels: Sequence[str], equivalence: Optional[Dict[str, Any]] = None,
           timing: Optional[Dict[str, Any]] = None) -> Diff:
-    """Match and compare the fields of matched pairs (what :func:`diff` and :func:`graphwidget.compare` share)."""
+    """Match and compare the fields of matched pairs (what :func:`diff_graphs` and :func:`graphwidget.compare`
+    share)."""
     with gc_paused():  # 100k's of small tuples and lists, no cycles: the collector's passes would cost seconds
         return _build(ga, gb, labels, equivalence, timing)
 

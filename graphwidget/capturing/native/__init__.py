@@ -17,7 +17,7 @@ from .engine import (
     CoreNotBuiltWarning,
     available,
     first_difference,
-    load,
+    load_core,
     self_check,
     status,
 )
@@ -37,6 +37,6 @@ from .paths import (
 __all__ = [
     "MIN_TORCH", "BuildError", "build", "check_torch", "compiler", "first_errors", "ninja", "preflight",
     "torch_version", "BUILD_TIME", "LARGE_GRAPH", "CoreDisabledWarning", "CoreNotBuiltWarning", "available",
-    "first_difference", "load", "self_check", "status", "build_root", "clean", "env_tag", "find_library",
+    "first_difference", "load_core", "self_check", "status", "build_root", "clean", "env_tag", "find_library",
     "library_path", "locations", "module_name", "search_roots", "system_root", "user_root",
 ]

@@ -176,7 +176,7 @@ def build(verbose: bool = False, system: bool = False) -> Path:
     existing = paths.find_library()
     if existing is not None and not system and engine.refused() is None:
         engine.forget()
-        if engine.load() is not None:
+        if engine.load_core() is not None:
             return existing
     missing = preflight()
     if missing:
@@ -206,7 +206,7 @@ def build(verbose: bool = False, system: bool = False) -> Path:
     engine.forget()
     if paths.find_library() != target:
         return target  # a root searched before this one holds another build (GRAPHWIDGET_NATIVE_DIR)
-    if engine.load() is None:
+    if engine.load_core() is None:
         raise BuildError(f"built {target} but cannot load it: {engine.status()['reason']}")
     return target
 

@@ -1,9 +1,9 @@
 """Which engine captures: the compiled core when it is built and passes its self-check, else pure Python.
 
-This is the one place that decides. :func:`load` finds the build (:mod:`.paths`), imports it and checks it against the
-pure-Python engine on a small probe graph (:func:`self_check`, which is handed the module under test: nothing is
-swapped in globally while it runs). A core that does not load or disagrees is disabled for the rest of the process
-with a :class:`CoreDisabledWarning`. ``GRAPHWIDGET_NATIVE=0`` ignores a built core.
+This is the one place that decides. :func:`load_core` finds the build (:mod:`.paths`), imports it and checks it
+against the pure-Python engine on a small probe graph (:func:`self_check`, which is handed the module under test:
+nothing is swapped in globally while it runs). A core that does not load or disagrees is disabled for the rest of the
+process with a :class:`CoreDisabledWarning`. ``GRAPHWIDGET_NATIVE=0`` ignores a built core.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ LARGE_GRAPH = 20_000
 REQUIRED = ("capture", "rank_seq", "instrument", "untrack_tree", "Unsupported")
 
 _module: Optional[ModuleType] = None   # the loaded, self-checked core
-_load_error: Optional[str] = None      # why load() returned None (not built, does not load, ...)
+_load_error: Optional[str] = None      # why load_core() returned None (not built, does not load, ...)
 _disabled: Optional[str] = None        # set for the rest of the process: failed to import or failed its self-check
 _warned_large = False
 
@@ -49,7 +49,7 @@ def import_library(path: Path, name: str) -> ModuleType:
 
 
 def forget() -> None:
-    """Drop what was loaded or refused, so the next :func:`load` looks again (after a build)."""
+    """Drop what was loaded or refused, so the next :func:`load_core` looks again (after a build)."""
     global _module, _load_error, _disabled
     _module, _load_error, _disabled = None, None, None
 
@@ -59,7 +59,7 @@ def refused() -> Optional[str]:
     return _disabled
 
 
-def load() -> Optional[ModuleType]:
+def load_core() -> Optional[ModuleType]:
     """The compiled core if it has been built for this environment (and ``GRAPHWIDGET_NATIVE`` is not 0), else
     ``None``. Never compiles. The first successful import is checked against the Python engine (:func:`self_check`);
     a core that disagrees is disabled for the rest of the process with a :class:`CoreDisabledWarning`."""
@@ -107,17 +107,17 @@ def _disable(reason: str) -> None:
 
 def available() -> bool:
     """True when :func:`graphwidget.capture` will use the compiled core by default."""
-    return load() is not None
+    return load_core() is not None
 
 
 def status() -> Dict[str, Any]:
-    """What :func:`load` found: ``available``, the library ``path`` and, when unavailable, the ``reason``.
+    """What :func:`load_core` found: ``available``, the library ``path`` and, when unavailable, the ``reason``.
 
     >>> from graphwidget.capturing import native
     >>> sorted(native.status())
     ['available', 'path', 'reason']
     """
-    mod = load()
+    mod = load_core()
     try:
         path: Optional[str] = str(paths.library_path())
     except Exception:  # noqa: BLE001
@@ -134,7 +134,7 @@ def note_python_capture(nodes: int) -> None:
     global _warned_large
     if _warned_large or nodes < LARGE_GRAPH or paths.disabled_by_env():
         return
-    if load() is not None:  # the core is there; the caller asked for engine="python" or the graph needed it
+    if load_core() is not None:  # the core is there; the caller asked for engine="python" or the graph needed it
         return
     _warned_large = True
     warnings.warn(

@@ -1,5 +1,5 @@
-"""The picture buttons (Save SVG, Save PNG) and the automation API's ``toSVG()`` on real exports in Chromium: the
-files are downloaded through the buttons, and the SVG is checked against the view it was taken of (every drawn node
+"""The picture menu (Save…: SVG, PNG) and the automation API's ``toSVG()`` on real exports in Chromium, at notebook
+sizes: the files are downloaded through the menu, and the SVG is checked against the view it was taken of (every drawn node
 and group on screen has its shape, named by id; the legend, pane titles and the diff's sentence are in it)."""
 from __future__ import annotations
 
@@ -22,8 +22,17 @@ def api(page: Any, expr: str) -> Any:
 
 
 def save(page: Any, kind: str, tmp: Path) -> Tuple[str, bytes]:
+    """Opens the toolbar's Save menu, checks it is whole inside the window, and saves through it."""
+    page.click("[data-action=save]")
+    item = page.locator(f"[data-action=save-{kind}]")
+    item.wait_for(state="visible")
+    box, view = item.bounding_box(), page.viewport_size
+    assert box and box["x"] >= 0 and box["y"] >= 0, box
+    assert box["x"] + box["width"] <= view["width"] and box["y"] + box["height"] <= view["height"], (box, view)
+    assert page.get_attribute("[data-action=save]", "aria-expanded") == "true"
     with page.expect_download() as dl:
-        page.click(f"[data-action=save-{kind}]")
+        item.click()
+    assert not item.is_visible(), "the menu closes once a picture is chosen"
     path = tmp / dl.value.suggested_filename
     dl.value.save_as(path)
     return dl.value.suggested_filename, path.read_bytes()
@@ -56,10 +65,11 @@ def inputs() -> Any:
     return gw.examples.homography_inputs(batch=2, height=16, width=16)
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, inputs: Any, scheme: str) -> None:
+@pytest.mark.parametrize("scheme,width", [("light", 950), ("dark", 600)])
+def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, inputs: Any, scheme: str,
+                                             width: int) -> None:
     g = gw.profile(gw.examples.homography_repeat, **inputs, repeat=2)
-    w = watched(viewport={"width": 1280, "height": 600}, color_scheme=scheme, accept_downloads=True)
+    w = watched(viewport={"width": width, "height": 530}, color_scheme=scheme, accept_downloads=True)
     w.page.goto(gw.export_html(g, tmp_path / "g.html").as_uri())
     wait_ready(w.page)
     page = w.page
@@ -75,10 +85,15 @@ def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, input
     name, data = save(page, "svg", tmp_path)
     assert name == "graphwidget-graph.svg"
     assert same_picture(data.decode(), svg)  # the button writes what toSVG() gives for the same view
-    width, height = int(root.get("width")), int(root.get("height"))
-    assert 0 < width <= 1280 and 0 < height <= 600
+    pw, ph = int(root.get("width")), int(root.get("height"))
+    assert 0 < pw <= width and 0 < ph <= 530
     name, data = save(page, "png", tmp_path)
-    assert name.endswith(".png") and png_size(data) == (2 * width, 2 * height)
+    assert name.endswith(".png") and png_size(data) == (2 * pw, 2 * ph)
+    # Escape closes an open menu without saving
+    page.click("[data-action=save]")
+    page.locator("[data-action=save-svg]").wait_for(state="visible")
+    page.keyboard.press("Escape")
+    assert not page.locator("[data-action=save-svg]").is_visible()
     # the view changed: the picture follows it
     group = next((r["id"] for r in on_screen if isinstance(r["id"], str)), None)
     if group is not None:
@@ -93,7 +108,7 @@ def test_graph_picture_is_the_view_on_screen(watched: Any, tmp_path: Path, input
 def test_diff_picture_holds_both_panes_and_the_sentence(watched: Any, tmp_path: Path, inputs: Any) -> None:
     d = gw.compare(gw.examples.homography_repeat, gw.examples.homography_broadcast, **inputs,
                    labels=("repeat", "broadcast"))
-    w = watched(viewport={"width": 1280, "height": 600}, accept_downloads=True)
+    w = watched(viewport={"width": 800, "height": 530}, accept_downloads=True)
     w.page.goto(gw.export_html(d, tmp_path / "d.html").as_uri())
     wait_ready(w.page)
     page = w.page

@@ -145,7 +145,7 @@ export interface GraphWidgetApi {
   findingsText(): string;
   /** the finding badges drawn in the last frame (on screen only) */
   findingBadges(): BadgeInfo[];
-  /** the view as SVG text, as the toolbar's SVG button saves it: what is on screen (panes, labels, badges, legend);
+  /** the view as SVG text, as the toolbar's Save… → SVG saves it: what is on screen (panes, labels, badges, legend);
    * every drawn node's shape carries `data-node-id`, every closed group's `data-group-id` */
   toSVG(): string;
   readonly timings: Record<string, number | string>;

@@ -168,13 +168,13 @@ export class App {
     };
   }
 
-  /** The view as SVG text (what the Save SVG button writes). */
+  /** The view as SVG text (what Save… → SVG writes). */
   toSVG(): string {
     if (!this.panes.some((p) => p.view)) throw new Error("nothing is drawn yet: wait for `ready`");
     return svgText(this.pictureParts());
   }
 
-  /** Writes a picture of the view as a download (the toolbar's SVG and PNG buttons). */
+  /** Writes a picture of the view as a download (the toolbar's Save… menu). */
   async savePicture(kind: "svg" | "png"): Promise<void> {
     try {
       const parts = this.pictureParts();

@@ -37,7 +37,7 @@ export interface PanesApi<K> {
   collapseAll(): Promise<void>;
   fit(): void;
   findingBadges(pane: K): BadgeInfo[];
-  /** the view as SVG text, as the toolbar's SVG button saves it (every pane, the strips around them, the legend) */
+  /** the view as SVG text, as the toolbar's Save… → SVG saves it (every pane, the strips around them, the legend) */
   toSVG(): string;
 }
 

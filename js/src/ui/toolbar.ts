@@ -1,4 +1,4 @@
-/** The toolbar: title, search box and counter, colour menu, group buttons, Fit, picture buttons (SVG, PNG), Panel
+/** The toolbar: title, search box and counter, colour menu, group buttons, Fit, the picture menu (SVG, PNG), Panel
  * toggle, status text. */
 import { h } from "./dom";
 import { METRIC_ORDER, METRICS, isMetricName, type MetricName } from "../model/colour";
@@ -49,11 +49,7 @@ export class Toolbar {
       this.groupButtons,
       h("button", { class: "gw-fitbtn", text: "Fit", title: "Show the whole drawing (also ⤢ beside the graph, the f key, a double-click)",
         attrs: { type: "button", "data-action": "fit" }, on: { click: () => act.fit() } }),
-      h("span", { class: "gw-savebtns" },
-        h("button", { text: "SVG", title: "Save the view as an SVG picture: what is on screen, with labels, badges and the legend",
-          attrs: { type: "button", "data-action": "save-svg" }, on: { click: () => act.save("svg") } }),
-        h("button", { text: "PNG", title: "Save the view as a PNG picture (twice the screen's size in pixels)",
-          attrs: { type: "button", "data-action": "save-png" }, on: { click: () => act.save("png") } })),
+      saveMenu(act),
       panelBtn,
       this.extra,
       this.status);
@@ -80,4 +76,40 @@ export class Toolbar {
       return h("option", { text: ok ? def.label : `${def.label} (n/a)`, attrs: { value: name, ...(ok ? {} : { disabled: "" }) } });
     }));
   }
+}
+
+/** One "Save" button (a symbol in a narrow view) and its menu of pictures. The menu is a popover: it opens in the
+ * browser's top layer, so the toolbar's one-line clipping never cuts it, and a click elsewhere or Escape closes it.
+ * A browser without popovers saves the SVG straight away. */
+function saveMenu(act: ToolbarActions): HTMLElement {
+  const item = (kind: "svg" | "png", text: string, title: string) => h("button", { text, title,
+    attrs: { type: "button", role: "menuitem", "data-action": `save-${kind}` },
+    on: { click: () => { hide(); act.save(kind); } } });
+  const menu = h("div", { class: "gw-savemenu", attrs: { role: "menu", popover: "auto" } },
+    item("svg", "SVG picture", "What is on screen, with labels, badges and the legend, as vector shapes"),
+    item("png", "PNG picture", "The same picture in pixels, at twice the screen's resolution"));
+  const btn = h("button", { class: "gw-savebtn", title: "Save a picture of the view (SVG or PNG)",
+    attrs: { type: "button", "data-action": "save", "aria-haspopup": "menu", "aria-expanded": "false" } },
+    h("span", { class: "gw-long", text: "Save…" }),
+    h("span", { class: "gw-icon", text: "⤓" }));
+  const canPop = typeof (menu as { showPopover?: unknown }).showPopover === "function";
+  function hide(): void { if (canPop && menu.matches(":popover-open")) menu.hidePopover(); }
+  menu.addEventListener("toggle", (ev) => btn.setAttribute("aria-expanded", String((ev as ToggleEvent).newState === "open")));
+  // pointerdown, not click: a click on the button while the menu is open would first light-dismiss it, then open it again
+  let wasOpen = false;
+  btn.addEventListener("pointerdown", () => { wasOpen = canPop && menu.matches(":popover-open"); });
+  btn.addEventListener("click", () => {
+    if (!canPop) { act.save("svg"); return; }
+    if (wasOpen || menu.matches(":popover-open")) { hide(); wasOpen = false; return; }
+    const r = btn.getBoundingClientRect();
+    menu.style.top = `${Math.round(r.bottom + 2)}px`;
+    menu.style.left = `${Math.round(r.left)}px`;
+    menu.showPopover();
+    // keep it inside the window when the button sits at the right edge
+    const m = menu.getBoundingClientRect();
+    const over = m.right - (document.documentElement.clientWidth - 4);
+    if (over > 0) menu.style.left = `${Math.max(4, Math.round(r.left - over))}px`;
+    (menu.firstElementChild as HTMLElement | null)?.focus();
+  });
+  return h("span", { class: "gw-savebox" }, btn, menu);
 }

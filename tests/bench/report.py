@@ -138,6 +138,15 @@ BENCHES: List[Bench] = [
           "GPT-2 from a config (quick: 2 layers, seq 32; full: 12 layers, seq 128): one recording's size and the "
           "time to record, save and load it, and comparing two recording files against the in-process compare of "
           "the same two sides. Nothing is asserted."),
+    Bench("interop", "bench_interop.py", "Interop: Chrome trace and Model Explorer exports", (), (),
+          "`g.export_chrome_trace` (chrome://tracing, Perfetto) and `g.export_model_explorer` (the graph and its "
+          "node-data files) of a profiled GPT-2-shaped model (12 blocks, from a config) and a profiled 100k-node "
+          "chain: file sizes and the time to write them. No target."),
+    Bench("pictures", "bench_pictures.py", "Pictures: Save… → SVG / PNG and `toSVG()`", (), (),
+          "Chromium at a JupyterLab output pane's size (950x530): the SVG that the Save… menu and `toSVG()` write "
+          "(size, node and group shapes in it, time inside the page) and the PNG (twice the CSS size; from the "
+          "click to the download), for the seed graph and diff and a traced GPT-2-shaped model as it opens and "
+          "after *Expand all*. No target."),
     Bench("gather", "bench_gather.py", "Ranks: gathering one graph per rank to rank 0", ("--quick",), (),
           "`torchrun` with 4 ranks on gloo, each holding the same traced `nn.TransformerEncoder` graph (~10k "
           "nodes quick, ~100k full); graphwidget's gather (what `gw.profile(..., ranks=\"all\")` runs after the "

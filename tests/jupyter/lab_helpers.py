@@ -180,7 +180,8 @@ class Offline:
 
 def new_offline_page(browser: Any) -> Any:
     """A page in a fresh context (its own storage) that aborts and records every non-loopback request."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    # downloads accepted: the viewer's Save menu is tested here too (a download is a local blob, never a request)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     offline = Offline()
 
     def route(r: Any) -> None:

@@ -80,6 +80,38 @@ def test_kernel_selection_reaches_the_browser(homography: Dict[str, Any]) -> Non
     nb.offline.assert_clean()
 
 
+def test_save_menu_downloads_the_widgets_picture(homography: Dict[str, Any], tmp_path: Any) -> None:
+    """Save… → SVG picture in the notebook's output area: the popover opens above JupyterLab's own layers, the
+    download is the widget's view (every node drawn on screen has its shape) and the same SVG as ``toSVG()``."""
+    import re
+    import xml.etree.ElementTree as ET
+    nb, root = homography["nb"], homography["root"]
+    page = nb.page
+    root.scroll_into_view_if_needed()
+    root.locator("[data-action=save]").click()
+    item = root.locator("[data-action=save-svg]")
+    item.wait_for(state="visible")
+    # the item is what a click there hits (not a JupyterLab panel drawn over it)
+    box = item.bounding_box()
+    hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y)?.getAttribute('data-action')",
+                        [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
+    assert hit == "save-svg", hit
+    with page.expect_download() as dl:
+        item.click()
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(path)
+    svg = path.read_text()
+    on_screen = {r["id"] for r in nb.api(root, "gw.itemRects()") if isinstance(r["id"], int)}
+    drawn = {int(e.get("data-node-id")) for e in ET.fromstring(svg.encode()).iter() if e.get("data-node-id")}
+    assert drawn and drawn == on_screen
+
+    def norm(s: str) -> str:  # svgcanvas names its clip paths at random
+        return re.sub(r'(id="|url\(#)[^")]*', r"\1", s)
+    assert norm(svg) == norm(nb.api(root, "gw.toSVG()"))
+    assert not item.is_visible()
+    nb.offline.assert_clean()
+
+
 LOOP_CELL = ("x = torch.randn(8, 4, requires_grad=True)\n"
              "total = x[0].sum() * 0\n"
              "for i in range(8):\n"

@@ -6,6 +6,7 @@
  */
 import { Context } from "svgcanvas";
 import type { GraphPane } from "../canvas/pane";
+import { compactPath } from "./path";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -36,14 +37,16 @@ const DEFAULTS: Record<string, string[]> = {
 };
 
 /** A tenth of a CSS pixel is below what a screen shows: geometry attributes lose their float noise, attributes that
- * repeat the default or the root's font go; text content is never touched. svgcanvas's empty <defs> and groups go
- * too. */
+ * repeat the default or the root's font go, paths lose their empty segments ({@link compactPath}); text content is
+ * never touched. svgcanvas's empty <defs> and groups go too. */
 export function compact(root: Element, font?: string): void {
   for (const el of [root, ...root.querySelectorAll("*")]) {
     for (const a of GEOMETRY) {
       const v = el.getAttribute(a);
       if (v && v.includes(".")) el.setAttribute(a, v.replace(NUMBER, (n) => String(Math.round(parseFloat(n) * 10) / 10)));
     }
+    const d = el.localName === "path" ? el.getAttribute("d") : null;
+    if (d) el.setAttribute("d", compactPath(d));
     for (const [a, values] of Object.entries(DEFAULTS)) {
       const v = el.getAttribute(a);
       if (v !== null && values.includes(v)) el.removeAttribute(a);

@@ -7,10 +7,18 @@ this one instead of each starting their own.
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 from typing import Any, Callable, Dict, Iterator
 
 import pytest
+
+# A shell without job control starts a background command (`make test &`, a CI runner's `cmd &`) with Ctrl-C
+# ignored, and every process it starts inherits that: the tests of real Ctrl-C (in this process and in the command
+# line's subprocesses) would then see no interrupt at all. They test what a user at a terminal gets, so Ctrl-C is
+# given back its default meaning here; a child process started by a test then installs Python's own handler again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The host-resolver rule stops Chromium's own background look-ups: a test then sees zero outside traffic.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu",

@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chromium_page import API, ARGS  # noqa: E402
+from chromium_page import API, ARGS, open_ready  # noqa: E402
 
 import graphwidget as gw  # noqa: E402
 
@@ -41,11 +41,8 @@ def gpt2_trace() -> gw.GradGraph:
 
 
 def measure(browser: Any, path: Path, repeat: int, expand: bool, out: Path) -> Dict[str, Any]:
-    ctx = browser.new_context(viewport={"width": 950, "height": 530}, accept_downloads=True)
-    ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-    page = ctx.new_page()
-    page.goto(path.as_uri(), timeout=300_000)
-    page.wait_for_selector('.graphwidget-root[data-gw-state="ready"]', timeout=300_000)
+    info = open_ready(browser, path, "() => ({})", viewport={"width": 950, "height": 530}, accept_downloads=True)
+    page, ctx = info["page"], info["ctx"]
     if expand:
         page.evaluate(f"async () => {{ const a = {API}; await a.expandAll(); await a.idle(); }}")
     r = page.evaluate(f"""async () => {{ const a = {API}; const ms = []; let svg = "";

@@ -15,11 +15,13 @@ ARGS = ["--no-sandbox", "--disable-gpu",
 API = "document.querySelector('.graphwidget-root').graphwidget"
 
 
-def open_ready(browser: Any, path: Path, evaluate: str) -> Dict[str, Any]:
-    """Open ``path`` in a fresh context of ``browser`` (1400x900, only file: URLs load), wait until the viewer is
-    ready, then run ``evaluate`` (a JS function; its result is the dict returned, plus ``wall`` seconds from goto to
-    ready, ``thread_cpu``/``process_cpu`` seconds, and ``page``/``ctx`` to go on with: close ``ctx`` when done)."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+def open_ready(browser: Any, path: Path, evaluate: str, viewport: Optional[Dict[str, int]] = None,
+               **context: Any) -> Dict[str, Any]:
+    """Open ``path`` in a fresh context of ``browser`` (``viewport``, 1400x900 unless given; ``context``: more options
+    of ``new_context``; only file: URLs load), wait until the viewer is ready, then run ``evaluate`` (a JS function;
+    its result is the dict returned, plus ``wall`` seconds from goto to ready, ``thread_cpu``/``process_cpu``
+    seconds, and ``page``/``ctx`` to go on with: close ``ctx`` when done)."""
+    ctx = browser.new_context(viewport=viewport or {"width": 1400, "height": 900}, **context)
     ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
     page = ctx.new_page()
     cdp = ctx.new_cdp_session(page)

@@ -3,14 +3,14 @@ sizes: the files are downloaded through the menu, and the SVG is checked against
 and group on screen has its shape, named by id; the legend, pane titles and the diff's sentence are in it)."""
 from __future__ import annotations
 
-import re
 import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Set, Tuple
+from typing import Any, Tuple
 
 import pytest
 from pagekit import API, wait_ready
+from pictures import same_picture, shapes
 
 import graphwidget as gw
 
@@ -38,21 +38,8 @@ def save(page: Any, kind: str, tmp: Path) -> Tuple[str, bytes]:
     return dl.value.suggested_filename, path.read_bytes()
 
 
-def shapes(root: ET.Element) -> Tuple[Set[int], Set[str]]:
-    nodes = {int(e.get("data-node-id")) for e in root.iter() if e.get("data-node-id") is not None}
-    groups = {e.get("data-group-id") for e in root.iter() if e.get("data-group-id") is not None}
-    return nodes, groups
-
-
 def texts(root: ET.Element) -> str:
     return " ".join(e.text or "" for e in root.iter(f"{SVG}text"))
-
-
-def same_picture(a: str, b: str) -> bool:
-    """Equal but for the ids svgcanvas draws at random (its clip paths)."""
-    def norm(s: str) -> str:
-        return re.sub(r'(id="|url\(#)[^")]*', r"\1", s)
-    return norm(a) == norm(b)
 
 
 def png_size(data: bytes) -> Tuple[int, int]:

@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 from lab_helpers import Lab, LabNotebook, clickable_node, new_offline_page
+from pictures import same_picture, shapes
 
 import graphwidget as gw
 
@@ -83,7 +84,6 @@ def test_kernel_selection_reaches_the_browser(homography: Dict[str, Any]) -> Non
 def test_save_menu_downloads_the_widgets_picture(homography: Dict[str, Any], tmp_path: Any) -> None:
     """Save… → SVG picture in the notebook's output area: the popover opens above JupyterLab's own layers, the
     download is the widget's view (every node drawn on screen has its shape) and the same SVG as ``toSVG()``."""
-    import re
     import xml.etree.ElementTree as ET
     nb, root = homography["nb"], homography["root"]
     page = nb.page
@@ -102,12 +102,9 @@ def test_save_menu_downloads_the_widgets_picture(homography: Dict[str, Any], tmp
     dl.value.save_as(path)
     svg = path.read_text()
     on_screen = {r["id"] for r in nb.api(root, "gw.itemRects()") if isinstance(r["id"], int)}
-    drawn = {int(e.get("data-node-id")) for e in ET.fromstring(svg.encode()).iter() if e.get("data-node-id")}
+    drawn, _ = shapes(ET.fromstring(svg.encode()))
     assert drawn and drawn == on_screen
-
-    def norm(s: str) -> str:  # svgcanvas names its clip paths at random
-        return re.sub(r'(id="|url\(#)[^")]*', r"\1", s)
-    assert norm(svg) == norm(nb.api(root, "gw.toSVG()"))
+    assert same_picture(svg, nb.api(root, "gw.toSVG()"))
     assert not item.is_visible()
     nb.offline.assert_clean()
 

@@ -99,8 +99,10 @@ function saveMenu(act: ToolbarActions): HTMLElement {
   let wasOpen = false;
   btn.addEventListener("pointerdown", () => { wasOpen = canPop && menu.matches(":popover-open"); });
   btn.addEventListener("click", () => {
+    const open = wasOpen || (canPop && menu.matches(":popover-open"));
+    wasOpen = false;  // a press that never became a click (dragged off) must not count for the next one
     if (!canPop) { act.save("svg"); return; }
-    if (wasOpen || menu.matches(":popover-open")) { hide(); wasOpen = false; return; }
+    if (open) { hide(); return; }
     const r = btn.getBoundingClientRect();
     menu.style.top = `${Math.round(r.bottom + 2)}px`;
     menu.style.left = `${Math.round(r.left)}px`;

@@ -321,7 +321,7 @@ def test_json_round_trip_is_exact():
     assert list(g2.nx.edges(data=True)) == list(g.nx.edges(data=True))
     assert g2.meta == g.meta
     data = json.loads(text)
-    assert data["format"] == "graphwidget" and data["version"] == 2
+    assert data["format"] == "graphwidget" and data["version"] == 3
     assert json.loads(g2.to_json(version=1)) == json.loads(g.to_json(version=1))  # records too
 
 

@@ -52,11 +52,15 @@ def profiled() -> GradGraph:
 def test_round_trip_is_exact(profiled: GradGraph) -> None:
     text = profiled.to_json()
     doc = json.loads(text)
-    assert doc["version"] == schema.VERSION == 2 and isinstance(doc["nodes"], dict)
+    assert doc["version"] == schema.VERSION == 3 and isinstance(doc["nodes"], dict)
     back = gw.load_json(text)
     same_graph(profiled, back)
     assert back.to_json() == text  # and writes the same text again
     assert json.loads(json.dumps(profiled.to_dict())) == doc
+    old = profiled.to_json(version=2)  # what releases before version 3 read: the flat forms only
+    assert json.loads(old)["version"] == 2 and "fields" not in old and "lists" not in old
+    same_graph(profiled, gw.load_json(old))
+    assert gw.load_json(old).to_json() == text
 
 
 def test_loaded_node_dicts_share_keys_but_nothing_else(profiled: GradGraph) -> None:
@@ -193,18 +197,34 @@ def test_views_get_records_and_diff_documents_embed_either_version(profiled: Gra
         assert sent["nodes"] == profiled.to_dict(version=1)["nodes"] and sent["meta"] == profiled.meta
     d = gw.diff(profiled, gw.load_json(profiled.to_json()))
     doc = json.loads(d.to_json())
-    assert doc["a"]["version"] == 2 and doc["b"]["version"] == 2
+    assert doc["a"]["version"] == 3 and doc["b"]["version"] == 3
     doc["a"], doc["b"] = profiled.to_dict(version=1), profiled.to_dict(version=1)
     old = gw.load_json(json.dumps(doc))
     assert old.matched == d.matched and json.loads(old.to_json()) == json.loads(d.to_json())
 
 
 # -- refusals: version 2 refuses what version 1 refuses, with the same words ---------------------------------------
-def as_columns(d: Dict[str, Any], encode: bool) -> Dict[str, Any]:
-    """The version 1 document ``d`` (records) as version 2: each field a column, encoded by the writer's own choice
-    of form (``encode``) or as plain lists."""
+def split_all(values: List[Any]) -> Any:
+    """Version 3's split forms wherever they apply, all the way down (a column of lists: its items and lengths; of
+    objects with one key sequence: a column per key), else the writer's flat choice: every row of a small graph
+    goes through the lists and fields readers, which the writer uses only where a column's rows mostly differ."""
+    if values and all(type(v) is list for v in values) and any(values):
+        return {"lists": split_all([x for v in values for x in v]), "lengths": [len(v) for v in values]}
+    records = [v for v in values if v is not None]
+    if records and all(type(v) is dict for v in records) and records[0] and len({tuple(v) for v in records}) == 1:
+        out = {"fields": {k: split_all([v[k] for v in records]) for k in records[0]}}
+        if len(records) < len(values):  # the null rows, by number
+            out["nulls"] = [k for k, v in enumerate(values) if v is None]
+        return out
+    return encode_column(values, False)
+
+
+def as_columns(d: Dict[str, Any], encode: Any, version: int = 2) -> Dict[str, Any]:
+    """The version 1 document ``d`` (records) as version 2 or 3: each field a column, encoded by the writer's own
+    choice of form (``encode`` true; version 3: lists and records split into columns where the flat forms keep a
+    value per row), as plain lists (false), or (``"split"``, version 3) split wherever the forms apply."""
     out = {k: v for k, v in d.items() if k not in ("nodes", "edges")}
-    out["version"] = 2
+    out["version"] = version
     for part, ends in (("nodes", ("id",)), ("edges", ("source", "target"))):
         recs = d[part]
         keys: List[str] = list(ends)
@@ -213,7 +233,8 @@ def as_columns(d: Dict[str, Any], encode: bool) -> Dict[str, Any]:
         block: Dict[str, Any] = {"count": len(recs)}
         for k in keys:
             values = [r.get(k) for r in recs]
-            block[k] = encode_column(values) if encode else values
+            block[k] = (split_all(values) if encode == "split" else encode_column(values, version >= 3) if encode
+                        else values)
         out[part] = block
     return out
 
@@ -226,11 +247,12 @@ def refusal(d: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-@pytest.mark.parametrize("encode", [True, False], ids=["tables", "lists"])
-def test_every_mutation_is_judged_as_in_version_1(encode: bool) -> None:
+@pytest.mark.parametrize("encode, version", [(True, 2), (False, 2), (True, 3), ("split", 3)],
+                         ids=["tables", "lists", "v3", "split"])
+def test_every_mutation_is_judged_as_in_version_1(encode: Any, version: int) -> None:
     """Every field of a saved-tensor node, a leaf, an edge, meta and a finding, set to values of every JSON type
-    (tests/test_files.py VALUE_ZOO): version 2 accepts exactly what version 1 accepts, and refuses the rest with
-    the same message (the node's id and row, the field, what to write)."""
+    (tests/test_files.py VALUE_ZOO): versions 2 and 3 accept exactly what version 1 accepts, and refuse the rest
+    with the same message (the node's id and row, the field, what to write)."""
     base = test_files.mutation_base(test_files.profiled_doc())
     checked = refused = 0
     for path, _ in test_files.mutation_paths(base):
@@ -238,7 +260,7 @@ def test_every_mutation_is_judged_as_in_version_1(encode: bool) -> None:
             d = copy.deepcopy(base)
             test_files.set_path(d, path, value)
             want = refusal(d)
-            got = refusal(as_columns(d, encode))
+            got = refusal(as_columns(d, encode, version))
             assert got == want, (path, value)
             checked += 1
             refused += want is not None
@@ -286,7 +308,7 @@ def test_refusals_of_the_columns_themselves(v2doc: Dict[str, Any]) -> None:
         (lambda d: d["edges"].update(target=d["edges"]["source"]), "is a self-loop on node"),
         (lambda d: d["edges"].update(shape={"const": "2x3"}),
          "edges[0] (", ),
-        (lambda d: d.update(version=3), "version 3 is not supported by this release (it reads versions 1, 2); "
+        (lambda d: d.update(version=4), "version 4 is not supported by this release (it reads versions 1, 2, 3); "
                                         "upgrade graphwidget"),
     ]
     for change, words in cases:
@@ -294,6 +316,75 @@ def test_refusals_of_the_columns_themselves(v2doc: Dict[str, Any]) -> None:
         change(d)
         msg = v2_refused(d)
         assert words in msg, (words, msg)
+
+
+def scalar_chain(n: int) -> torch.Tensor:
+    """``y * 1.0001`` repeated: autograd saves a fresh 0-d tensor (its own storage) per node."""
+    x = torch.randn(4, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = y * 1.0001
+    return y.sum()
+
+
+def test_records_that_differ_in_one_field_are_split_into_columns() -> None:
+    """A saved scalar per node: the records differ only in their storage id, so version 3 writes ``saved`` as a
+    column of lists whose items are a column per field (the storage ids as steps), reads it back exactly, and the
+    loaded graph builds those rows only when something needs them; version 2 keeps one record per row."""
+    g = gw.capture(scalar_chain(300))
+    text = g.to_json()
+    saved = json.loads(text)["nodes"]["saved"]
+    assert set(saved) == {"lists", "lengths"} and set(saved["lists"]) == {"fields"}
+    fields = saved["lists"]["fields"]
+    assert fields["storage"] == {"delta": [fields["storage"]["delta"][0]] + [1] * 299}
+    assert fields["dtype"] == {"const": "float64"} and fields["shape"] == {"const": []}
+    back = gw.load_json(text)
+    from graphwidget.model.columns import Split
+    assert isinstance(back.held.cols["saved"][0], Split)  # not built by reading
+    same_graph(g, back)
+    assert back.to_json() == text and back.summary() == g.summary()
+    flat = json.loads(g.to_json(version=2))["nodes"]["saved"]
+    assert isinstance(flat, list) and len(flat) == 302
+    same_graph(g, gw.load_json(g.to_json(version=2)))
+
+
+def test_refusals_of_the_split_forms(v2doc: Dict[str, Any]) -> None:
+    """A lists or fields column that does not hold together is refused by where it is and what to write; one in a
+    document that says version 2 is refused as version 3's; a bad value inside one names the node and field with
+    version 1's words (the row-by-row check runs once the bulk check on the parts fails)."""
+    n = v2doc["nodes"]["count"]
+    rec = {"shape": [2], "stride": [1], "dtype": "float32", "device": "cpu", "contiguous": True,
+           "memory_format": "contiguous", "bytes": 8, "storage_bytes": 8, "storage": 0, "freed": False,
+           "name": "self", "packed": None, "stale": False}
+    good = {"lists": {"fields": {k: {"const": v} for k, v in rec.items()}}, "lengths": [1] * n}
+    d = copy.deepcopy(v2doc)
+    d["nodes"]["saved"] = good
+    g = gw.load_json(json.dumps(d))
+    assert all(a["saved"] == [rec] for _, a in g.nx.nodes(data=True))
+
+    def with_saved(col: Any, version: int = 3) -> str:
+        d = copy.deepcopy(v2doc)
+        d["nodes"]["saved"], d["version"] = col, version
+        return v2_refused(d)
+
+    assert "the lists and fields forms of a column are version 3's" in with_saved(good, version=2)
+    assert f"nodes.saved.lengths has {n - 1} values but there are {n} rows" in with_saved(
+        {**good, "lengths": [1] * (n - 1)})
+    assert "nodes.saved.lengths[0] must be the length of row 0's list" in with_saved(
+        {**good, "lengths": [-1] + [1] * (n - 1)})
+    assert f"nodes.saved.lists.fields.dtype has 1 values but there are {n - 1} rows" in with_saved(
+        {"lists": {"fields": {**good["lists"]["fields"], "dtype": ["float32"]}}, "lengths": [0] + [1] * (n - 1)})
+    assert "nodes.saved.lists.fields must be an object" in with_saved({"lists": {"fields": []}, "lengths": [1] * n})
+    bad = copy.deepcopy(good)
+    bad["lists"]["fields"]["dtype"] = {"table": ["float32", 7], "index": [0] * (n - 1) + [1]}
+    msg = with_saved(bad)
+    assert msg.startswith("graphwidget.load_json: node ") and f"(nodes[{n - 1}])" in msg and "dtype" in msg
+    for nulls in ([3, 1], [n + 4], {"const": 0}, [0.5]):
+        assert "nodes.saved.lists.nulls must list the null rows" in with_saved({**good, "lists": {
+            **good["lists"], "nulls": nulls}})
+    bad = copy.deepcopy(good)
+    bad["lists"]["fields"]["stride"] = {"const": [1, 1]}
+    assert "stride must have one entry per dimension" in with_saved(bad)
 
 
 def test_index_and_id_bounds_beyond_the_bulk_checks(v2doc: Dict[str, Any]) -> None:

@@ -1,13 +1,20 @@
-"""Version 2 of the graph document: nodes and edges as columns (docs/schema.md, "Version 2: columns").
+"""Versions 2 and 3 of the graph document: nodes and edges as columns (docs/schema.md, "Version 2: columns").
 
-A column holds one field of every node (or edge), in one of four forms the writer picks per column:
+A column holds one field of every node (or edge), in one of four flat forms the writer picks per column:
 
 * ``[v0, v1, ...]`` — the values themselves, one per row (fields that rarely repeat: ``seq``, unique code lines);
 * ``{"const": v}`` — every row holds ``v`` (``saved: []`` on a graph without saved tensors, ``source: null`` ...);
 * ``{"table": [t0, t1, ...], "index": [i0, i1, ...]}`` — the distinct values once, each row an index into them
   (op names, shapes and dtypes of the outputs, sources, code lines, module paths: what repeats);
 * ``{"delta": [d0, d1, ...]}`` — integers as their differences (row ``k`` holds ``d0 + ... + dk``): ids, an
-  edge's source and target.
+  edge's source and target;
+
+or, from version 3, one of two forms that split a column of structured values into columns of their parts, where
+the flat forms would keep a mostly distinct value per row (records that differ in one field):
+
+* ``{"lists": column, "lengths": column}`` — every row a list: the items of all rows, in order, as one column,
+  and each row's length;
+* ``{"fields": {key: column, ...}}`` — every row an object with the same keys in the same order: a column per key.
 
 Reading validates per column, not per record: a table's distinct values are checked once with the field's own check
 (:mod:`.schema`), an index is checked in bulk (all integers, in range), a raw column by type sets and bounds. Only
@@ -16,7 +23,9 @@ when something is wrong is the offending row looked up, and the message is the o
 """
 from __future__ import annotations
 
+import collections
 import itertools
+import json
 import marshal
 import operator
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -77,8 +86,59 @@ def _marshal_keys(values: List[Any]) -> List[Any]:
         return list(map(repr, values))
 
 
-def encode_column(values: List[Any]) -> Any:
-    """The most compact of the four forms for one column's values (all plain JSON)."""
+def encode_column(values: List[Any], nested: bool = True, depth: int = 1) -> Any:
+    """The most compact form for one column's values (all plain JSON): one of the four flat forms, or (``nested``,
+    version 3) a column of lists or records split into columns of their items or fields, where the flat forms would
+    keep a mostly distinct value per row."""
+    flat = _encode_flat(values)
+    if not nested or depth >= schema.MAX_DEPTH or not values or flat is not values and (
+            not isinstance(flat, dict) or len(flat.get("table", ())) < _TABLE_WORTH_SPLITTING):
+        return flat
+    split = _split(values, depth)
+    table: Optional[List[Any]] = flat["table"] if isinstance(flat, dict) else None
+    if split is None or table is not None and len(_dumps(split)) >= len(_dumps(table)) + 2 * len(values):
+        return flat  # a table whose entries are small: kept (the comparison is of the texts, the index ~2 B a row)
+    return split
+
+
+def _split(values: List[Any], depth: int) -> Optional[Dict[str, Any]]:
+    """The ``lists`` form of a column whose every row is a list (its items one column, the lengths another) or the
+    ``fields`` form of one whose every row is an object with the same keys in the same order (a column per key),
+    each inner column encoded in turn; None when neither applies or splitting gains nothing (items with nothing in
+    common). Records that differ in one field only (a fresh scalar saved per node: only its storage id changes) then
+    cost that field's few bytes per row instead of the whole record."""
+    types = set(map(type, values))
+    if not types & {list, dict}:
+        return None
+    if types == {list}:
+        items = list(itertools.chain.from_iterable(values))
+        if not items:
+            return None
+        inner = encode_column(items, True, depth + 1)
+        if inner is items:
+            return None
+        return {"lists": inner, "lengths": encode_column(list(map(len, values)), False)}
+    if types <= {dict, _NONE}:
+        nulls = [k for k, v in enumerate(values) if v is None] if _NONE in types else []
+        if nulls:
+            values = [v for v in values if v is not None]
+        keys = tuple(values[0])
+        if not keys or not all(map(keys.__eq__, map(tuple, values))):
+            return None
+        if len(keys) == 1:
+            fields = [list(map(operator.itemgetter(keys[0]), values))]
+        else:
+            fields = list(map(list, zip(*map(operator.itemgetter(*keys), values))))
+        out: Dict[str, Any] = {"fields": {k: encode_column(f, True, depth + 1) for k, f in zip(keys, fields)}}
+        if nulls:
+            # increasing row numbers: their steps (a plain list or a delta column, the two forms readers take)
+            out["nulls"] = {"delta": [nulls[0], *map(operator.sub, nulls[1:], nulls[:-1])]} if len(nulls) > 1 else nulls
+        return out
+    return None
+
+
+def _encode_flat(values: List[Any]) -> Any:
+    """The most compact of the four flat forms for one column's values (all plain JSON)."""
     n = len(values)
     if n == 0:
         return []
@@ -124,6 +184,11 @@ def encode_column(values: List[Any]) -> Any:
     return values
 
 
+#: Entries from which a table of lists or records is worth trying to split (below, its text is small anyway).
+_TABLE_WORTH_SPLITTING = 16
+
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
 #: Rows :func:`encode_column` looks at first to guess whether a column is mostly distinct.
 _SAMPLE = 4096
 
@@ -139,7 +204,17 @@ def _form_text(at: str, n: int, got: Any) -> str:
 
 def _int_list(v: Any) -> bool:
     """A list of plain integers (no true/false, no floats), checked in bulk."""
-    return isinstance(v, list) and set(map(type, v)) <= {int}
+    return isinstance(v, list) and (_marshalled_ints(v) is not None or set(map(type, v)) <= {int})
+
+
+def _marshalled_ints(v: List[Any]) -> Optional[bytes]:
+    """``v`` in marshal's format when every entry is a plain integer that fits 32 bits, else None. Each such entry is
+    written as the byte ``i`` and four bytes (true and false, floats, other integers and anything else in other
+    ways), so a text of exactly that length whose every fifth byte is ``i`` proves it, entry by entry from the first:
+    a C pass and two byte counts, cheaper than a type per entry."""
+    d = marshal.dumps(v, 2)
+    n = len(v)
+    return d if len(d) == 5 + 5 * n and d[5::5].count(b"i") == n else None
 
 
 def _indices_within(index: List[Any], size: int) -> bool:
@@ -148,6 +223,12 @@ def _indices_within(index: List[Any], size: int) -> bool:
     allowed ones, which is several times cheaper than ``min`` and ``max``."""
     if not index:
         return True
+    if size <= 256:
+        d = _marshalled_ints(index)
+        if d is not None:  # entry k's value is bytes 6 + 5k to 9 + 5k, little-endian: below 256 when the top 3 are 0
+            n = len(index)
+            return (d[7::5].count(0) == n and d[8::5].count(0) == n and d[9::5].count(0) == n
+                    and not d[6::5].translate(None, _BYTE_VALUES[:size]))
     if not _int_list(index):
         return False
     if size <= 256:
@@ -161,11 +242,12 @@ def _indices_within(index: List[Any], size: int) -> bool:
 _BYTE_VALUES = bytes(range(256))
 
 
-def decode_column(col: Any, n: int, at: str) -> "Column":
+def decode_column(col: Any, n: int, at: str, nested: bool = True) -> "Column":
     """``(values, table, index)`` for the column ``col`` of ``n`` rows (``at``: where it sits, for messages): a plain
     or delta column has its values per row (no table); a table column its table and index (row ``k`` holds
-    ``table[index[k]]``; no values list is built); a constant one the table ``[value]`` alone. The values are not
-    checked here, only the column's shape and its index."""
+    ``table[index[k]]``; no values list is built); a constant one the table ``[value]`` alone; a ``lists`` or
+    ``fields`` column (version 3: ``nested``) a :class:`Split` in place of the values, whose rows are built when
+    first asked for. The values are not checked here, only the column's shape and its index."""
     if isinstance(col, list):
         if len(col) != n:
             raise SchemaError(f"{at} has {len(col)} values but there are {n} rows; one value per row.")
@@ -192,13 +274,170 @@ def decode_column(col: Any, n: int, at: str) -> "Column":
             raise SchemaError(f"{at}.index[{k}] must be an index into {at}.table (0 to {len(table) - 1}); got "
                               f"{_show(index[k])}.")
         return None, table, index
-    raise SchemaError(_form_text(at, n, col))
+    if nested and set(col) == {"lists", "lengths"}:
+        lengths, _ = _ints(col["lengths"], n, f"{at}.lengths")
+        if not _ints_within(lengths, 0):
+            k = next(k for k, x in enumerate(lengths) if not schema._nonneg_int(x))
+            raise SchemaError(f"{at}.lengths[{k}] must be the length of row {k}'s list (a non-negative integer); got "
+                              f"{_show(lengths[k])}.")
+        total = sum(lengths)
+        return Split(lengths, {"": decode_column(col["lists"], total, f"{at}.lists")}, total), None, None
+    if nested and (set(col) == {"fields"} or set(col) == {"fields", "nulls"}):
+        fields = col["fields"]
+        if not isinstance(fields, dict) or not fields:
+            raise SchemaError(f"{at}.fields must be an object with a column per key of the rows' objects; got "
+                              f"{_show(fields)}.")
+        nulls: Optional[List[int]] = None
+        if "nulls" in col:
+            rows = _count_of(col["nulls"])
+            nulls, ints = _ints(col["nulls"], rows, f"{at}.nulls") if rows >= 0 else ([], False)
+            if not ints or not all(map(operator.lt, nulls, itertools.islice(nulls, 1, None))) or (
+                    nulls and (nulls[0] < 0 or nulls[-1] >= n)):
+                raise SchemaError(f"{at}.nulls must list the null rows, increasing row numbers from 0 to {n - 1}; got "
+                                  f"{_show(col['nulls'])}.")
+        count = n - len(nulls or ())
+        parts = {k: decode_column(c, count, f"{at}.fields.{k}") for k, c in fields.items()}
+        return Split(None, parts, count, nulls), None, None
+    raise SchemaError(_form_text(at, n, col) if nested or not ({"lists", "fields"} & set(col))
+                      else f"{at}: the lists and fields forms of a column are version 3's (docs/schema.md); this "
+                           f"document says version 2. Write it again with this release, or set its version to 3.")
+
+
+class Split:
+    """A ``lists`` or ``fields`` column as read (:func:`decode_column`): its inner columns, kept as decoded until a
+    row is needed, so that reading a file does not build a record per saved tensor. ``lengths``: each row's list
+    length (``lists``; ``parts[""]`` is then the items' column) or None (``fields``: ``parts`` by key, in the rows'
+    key order); ``count``: the rows of the parts."""
+
+    __slots__ = ("lengths", "parts", "count", "nulls", "_rows")
+
+    def __init__(self, lengths: Optional[List[int]], parts: Dict[str, "Column"], count: int,
+                 nulls: Optional[List[int]] = None) -> None:
+        self.lengths, self.parts, self.count, self.nulls = lengths, parts, count, nulls
+        self._rows: Optional[List[Any]] = None
+
+    def rows(self) -> List[Any]:
+        """The value of every row (built once)."""
+        if self._rows is None:
+            if self.lengths is not None:
+                items = column_rows(self.parts[""], self.count)
+                ends = list(itertools.accumulate(self.lengths))
+                self._rows = list(map(items.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+            else:
+                self._rows = _records(self.parts, self.count)
+                if self.nulls:
+                    self._rows = _with_nulls(self._rows, self.nulls)
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self.lengths) if self.lengths is not None else self.count + len(self.nulls or ())
+
+
+def _with_nulls(records: List[Any], nulls: List[int]) -> List[Any]:
+    """``records`` with a null at each of the rows ``nulls`` (increasing), in order."""
+    rows: List[Any] = [None] * (len(records) + len(nulls))
+    null = bytearray(len(rows))
+    for k in nulls:
+        null[k] = 1
+    present = [k for k, x in enumerate(null) if not x]
+    collections.deque(map(rows.__setitem__, present, records), maxlen=0)
+    return rows
+
+
+def _count_of(col: Any) -> int:
+    """The entries of a plain or delta column (the forms a list of null rows may take), else -1."""
+    if isinstance(col, list):
+        return len(col)
+    d = col.get("delta") if isinstance(col, dict) and len(col) == 1 else None
+    return len(d) if isinstance(d, list) else -1
+
+
+def _records(parts: Dict[str, "Column"], n: int) -> List[Dict[str, Any]]:
+    """``n`` dicts, field ``k`` of row ``r`` from ``parts[k]``: a template holding the constant fields copied per row,
+    then each varying field stored into every row by the interpreter's own loops (no Python frame per row)."""
+    template: Dict[str, Any] = {}
+    varying: List[Tuple[str, Iterable[Any]]] = []
+    for k, (values, table, index) in parts.items():
+        if values is None and index is None:
+            assert table is not None
+            template[k] = table[0]
+        else:
+            template[k] = None
+            varying.append((k, column_rows((values, table, index), n)))
+    rows = list(map(dict.copy, itertools.repeat(template, n)))
+    for k, it in varying:
+        collections.deque(map(operator.setitem, rows, itertools.repeat(k), it), maxlen=0)
+    return rows
+
+
+def column_rows(column: "Column", n: int) -> List[Any]:
+    """Every row's value of a decoded column (:func:`decode_column`) of ``n`` rows, as a list."""
+    values, table, index = column
+    if isinstance(values, Split):
+        return values.rows()
+    if values is not None:
+        return values
+    assert table is not None
+    return [table[0]] * n if index is None else list(map(table.__getitem__, index))
+
+
+def _split_ok(split: Split, ok: Callable[[Any], bool]) -> bool:
+    """Whether every row of ``split`` passes ``ok``, decided on its parts where ``ok`` is a records check
+    (:data:`_RECORDS`: a list of records per row, or a record) and the records are a ``fields`` column: each field
+    checked once per distinct value, the stride against the shape once per distinct pair. False only sends the caller
+    to the row-by-row check, which finds the culprit (or, for a table entry no row uses, accepts)."""
+    records = _RECORDS.get(ok)
+    if records is None:
+        return False
+    spec, many, nullable, depth = records
+    inner = split
+    if many:
+        if split.lengths is None:
+            return False
+        values = split.parts[""][0]
+        if not isinstance(values, Split):
+            return False
+        inner = values
+        if inner.nulls and not nullable:
+            return False
+    if inner.lengths is not None:
+        return False
+    for key, part in inner.parts.items():
+        check = spec.get(key)
+        values, table, index = part
+        given = table if table is not None else (values.rows() if isinstance(values, Split) else values)
+        assert given is not None
+        if check is None:
+            if not all(schema._plain(v, depth + 1) for v in given if v is not None):
+                return False
+        elif not _all_ok(given, check[0]):
+            return False
+    if "stride" in spec and "shape" in inner.parts and "stride" in inner.parts:
+        pairs = set(zip(_codes(inner.parts["shape"], inner.count), _codes(inner.parts["stride"], inner.count)))
+        shapes, strides = _code_values(inner.parts["shape"]), _code_values(inner.parts["stride"])
+        return all(schema._strides_match({"shape": shapes[a], "stride": strides[b]}) for a, b in pairs)
+    return True
+
+
+def _codes(column: "Column", n: int) -> Iterable[int]:
+    """A code per row whose value is ``_code_values(column)[code]``."""
+    values, table, index = column
+    if table is not None:
+        return itertools.repeat(0, n) if index is None else index
+    return range(n)
+
+
+def _code_values(column: "Column") -> Sequence[Any]:
+    values, table, _ = column
+    if table is not None:
+        return table
+    return values.rows() if isinstance(values, Split) else values  # type: ignore[return-value]
 
 
 def _ints(col: Any, n: int, at: str) -> Tuple[List[Any], bool]:
     """The values of an id column (ids, an edge's ends) per row, whatever its form, and whether they are all plain
     integers (decided on the deltas or the table, not row by row; the bounds are the caller's to check)."""
-    values, table, index = decode_column(col, n, at)
+    values, table, index = decode_column(col, n, at, nested=False)
     if values is not None:  # a delta column's deltas were checked to be integers
         return values, isinstance(col, dict) or set(map(type, values)) <= {int}
     assert table is not None
@@ -355,8 +594,9 @@ def _block(doc: Dict[str, Any], name: str) -> Tuple[Dict[str, Any], Any]:
     return block, n
 
 
-#: A decoded column: ``(values per row, None, None)``, ``(None, table, index per row)`` or ``(None, [value], None)``.
-Column = Tuple[Optional[List[Any]], Optional[List[Any]], Optional[List[int]]]
+#: A decoded column: ``(values per row, None, None)``, ``(None, table, index per row)``, ``(None, [value], None)`` or
+#: ``(Split, None, None)`` (a lists or fields column, its rows built on first use: :func:`column_rows`).
+Column = Tuple[Any, Optional[List[Any]], Optional[List[int]]]
 Decoded = Tuple[List[int], Dict[str, Column], List[int], List[int], Dict[str, Column], List[str]]
 
 
@@ -367,6 +607,7 @@ def decode(doc: Dict[str, Any]) -> Decoded:
     id and row) or the edge and the field, with the words version 1 uses."""
     nodes, n = _block(doc, "nodes")
     edges, m = _block(doc, "edges")
+    nested = doc.get("version", schema.VERSION) >= 3  # the lists and fields forms
     if "id" not in nodes:
         raise SchemaError("nodes.id is missing: every node has an id (a column of non-negative integers).")
     ids, ints = _ints(nodes["id"], n, "nodes.id")
@@ -391,14 +632,17 @@ def decode(doc: Dict[str, Any]) -> Decoded:
         if key in ("count", "id"):
             continue
         at = f"nodes.{key}"
-        values, table, index = decode_column(col, n, at)
+        values, table, index = decode_column(col, n, at, nested)
         if key not in schema._NODE and key not in schema.NODE_KEYS:
             unknown.append(key)
         ok, make = _node_check(key)
 
         def text(k: int, v: Any, make: Callable[[Any], str] = make, at: str = at) -> str:
             return f"{_where(k, ids[k]) if k >= 0 else at}: {make(v)}"
-        _check_column(values, table, index, n, ok, text, at)
+        if not isinstance(values, Split):
+            _check_column(values, table, index, n, ok, text, at)
+        elif not _split_ok(values, ok):
+            _check_column(values.rows(), None, None, n, ok, text, at)
         cols[key] = (values, table, index)
     op_values, op_table, op_index = cols.get("op", (None, None, None))
     held = op_table if op_table is not None else op_values
@@ -449,14 +693,17 @@ def decode(doc: Dict[str, Any]) -> Decoded:
         if key in ("count", "source", "target"):
             continue
         at = f"edges.{key}"
-        values, table, index = decode_column(col, m, at)
+        values, table, index = decode_column(col, m, at, nested)
         check = schema._EDGE.get(key)
         ok2: Callable[[Any], bool] = check[0] if check is not None else (lambda v: schema._plain(v, 1))
 
         def etext(k: int, v: Any, key: str = key, check: Any = check, at: str = at) -> str:
             what = check[1](key, v) if check is not None else schema._plain_text(v, key, 1)
             return f"edges[{k}] ({src[k]} -> {tgt[k]}): {what}" if k >= 0 else f"{at}: {what}"
-        _check_column(values, table, index, m, ok2, etext, at)
+        if not isinstance(values, Split):
+            _check_column(values, table, index, m, ok2, etext, at)
+        elif not _split_ok(values, ok2):
+            _check_column(values.rows(), None, None, m, ok2, etext, at)
         ecols[key] = (values, table, index)
     meta = doc.get("meta") or {}
     roots = meta.get("roots") or []  # ids (check_envelope checked their types)
@@ -464,21 +711,33 @@ def decode(doc: Dict[str, Any]) -> Decoded:
         r = next(r for r in roots if r not in idset)
         raise SchemaError(f"meta.roots names node {r}, which is not in \"nodes\".")
     if not one_way:
-        _acyclic(ids, src, tgt, dense)
+        _acyclic(ids, src, tgt, dense, cols.get("seq"))
     if doc.get("findings") is not None:
         schema.validate_findings(doc["findings"], idset)
     return ids, cols, src, tgt, ecols, sorted(unknown)
 
 
-def _acyclic(ids: List[int], src: List[int], tgt: List[int], dense: bool) -> None:
+#: Below every integer: a node without a sequence number only starts edges in the bulk proof of :func:`_acyclic`.
+_BELOW = float("-inf")
+
+
+def _acyclic(ids: List[int], src: List[int], tgt: List[int], dense: bool, seq: Optional[Column] = None) -> None:
     """Refuse a cycle, naming nodes on it: Kahn's algorithm over row positions (the caller has seen that the edges do
-    not all point the same way along the ids, which would prove there is none: the writer's common case)."""
+    not all point the same way along the ids, which would prove there is none: the writer's common case). First, in
+    bulk: a node column that rises along every edge proves there is none as well, and autograd's sequence numbers
+    usually do (``seq``: an edge runs from an input's node to its consumer's, made later; a leaf has none)."""
     n = len(ids)
     if dense:
         su, tv = src, tgt
     else:
         row = {x: k for k, x in enumerate(ids)}
         su, tv = list(map(row.__getitem__, src)), list(map(row.__getitem__, tgt))
+    if seq is not None and not isinstance(seq[0], Split):
+        pot = column_rows(seq, n)
+        if None in pot:
+            pot = [_BELOW if v is None else v for v in pot]
+        if all(map(operator.lt, map(pot.__getitem__, su), map(pot.__getitem__, tv))):
+            return
     indeg = [0] * n
     succ: List[List[int]] = [[] for _ in range(n)]
     for u, v in zip(su, tv):

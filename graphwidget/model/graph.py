@@ -196,13 +196,13 @@ class GradGraph:
 
     # -- JSON ---------------------------------------------------------------------------------------------------
     def to_dict(self, version: int = writer.schema.VERSION) -> Dict[str, Any]:
-        """The JSON form as Python objects (see ``docs/schema.md``): version 2 (columns) unless ``version=1`` (one
-        record per node and per edge)."""
+        """The JSON form as Python objects (see ``docs/schema.md``): version 3 (columns) unless ``version=2`` (flat
+        columns) or ``version=1`` (one record per node and per edge)."""
         return writer.to_dict(self, version)
 
     def to_json(self, indent: Optional[int] = None, version: int = writer.schema.VERSION) -> str:
-        """Serialise to the versioned JSON form (version 2, columns; ``version=1``: records);
-        :func:`graphwidget.load_json` reads either back exactly."""
+        """Serialise to the versioned JSON form (version 3, columns; ``version=2``: flat columns; ``version=1``:
+        records); :func:`graphwidget.load_json` reads any back exactly."""
         return writer.to_json(self, indent, version=version)
 
     def save(self, path: Any) -> Any:

@@ -18,7 +18,7 @@ from .._util.dicts import shared_key_dict
 from .._util.gc import gc_paused
 from . import schema
 from ._digraph import adjacency, digraph_from_columns
-from .columns import Column
+from .columns import Column, Split
 from .writer import registered_core
 
 
@@ -45,13 +45,21 @@ class HeldColumns:
         """Each node's code for field ``key`` and the values the codes stand for (``values[code]``): a table column's
         index and table, a constant's zeros and its one value, a plain column's row numbers and its values; an
         absent field is null everywhere."""
-        values, table, index = self.cols.get(key, (None, [None], None))
+        values, table, index = self._column(self.cols, key)
         if values is not None:
             return range(len(values)), values
         assert table is not None
         if index is None:
             return itertools.repeat(0, self.n), table
         return index, table
+
+    @staticmethod
+    def _column(cols: Dict[str, Column], key: str) -> Column:
+        """Column ``key`` (absent: null in every row), a lists or fields column's rows built now, once."""
+        col = cols.get(key, (None, [None], None))
+        if isinstance(col[0], Split):
+            col = cols[key] = (col[0].rows(), None, None)
+        return col
 
     def rows(self, keys: Sequence[str], edges: bool = False) -> List[Dict[str, Any]]:
         """One dict per node (or edge), ``{key: value}`` in ``keys`` order, built in bulk: a template holding the
@@ -64,7 +72,7 @@ class HeldColumns:
         template: Dict[str, Any] = shared_key_dict(keys) if len(keys) > 10 else {}
         varying: List[Tuple[str, Iterable[Any]]] = []
         for k in keys:
-            values, table, index = cols.get(k, (None, [None], None))
+            values, table, index = self._column(cols, k)
             template[k] = table[0] if values is None and index is None and table else None
             if values is not None:
                 varying.append((k, values))

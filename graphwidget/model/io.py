@@ -274,7 +274,7 @@ def validate(data: Any) -> Any:
     """Check a parsed graph document of either version (2: columns, :mod:`.columns`; 1: records,
     :func:`.schema.validate`) and return it; a broken one raises :class:`~graphwidget.SchemaError` naming the node
     and the field."""
-    if schema.check_envelope(data) == 2:
+    if schema.check_envelope(data) >= 2:
         columns.decode(data)
         return data
     return schema.validate(data)
@@ -285,7 +285,7 @@ def from_dict(data: Any, who: str = "graphwidget.load_json") -> GradGraph:
     either version: 2 (columns) or 1 (records)."""
     try:
         version = schema.check_envelope(data)
-        if version == 2:
+        if version >= 2:
             return _from_columns(data, who)
         schema.validate(data)
     except schema.SchemaError as exc:

@@ -26,10 +26,11 @@ import sys
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 FORMAT = "graphwidget"
-#: The version :meth:`GradGraph.to_json` writes: nodes and edges as columns (:mod:`.columns`, docs/schema.md).
-VERSION = 2
-#: The versions this release reads: 1 (one record per node and per edge) and 2.
-READ_VERSIONS = (1, 2)
+#: The version :meth:`GradGraph.to_json` writes: nodes and edges as columns (:mod:`.columns`, docs/schema.md), with
+#: columns of lists and records split into columns of their parts where that is smaller.
+VERSION = 3
+#: The versions this release reads: 1 (one record per node and per edge), 2 (columns: the four flat forms) and 3.
+READ_VERSIONS = (1, 2, 3)
 DIFF_FORMAT = "graphwidget-diff"
 DIFF_VERSION = 1
 NWAY_FORMAT = "graphwidget-nway"
@@ -487,8 +488,8 @@ def validate(doc: Any) -> Dict[str, Any]:
     infinite numbers, duplicate ids, edges to unknown nodes, self-loops, cycles and absurd nesting.
     """
     if check_envelope(doc) != 1:
-        raise SchemaError("a version 2 graph document (columns) is checked by graphwidget.model.io.validate, which "
-                          "reads every version.")
+        raise SchemaError("a version 2 or 3 graph document (columns) is checked by graphwidget.model.io.validate, "
+                          "which reads every version.")
     _validate_records(doc)
     return doc
 

@@ -42,14 +42,14 @@ def registered_core() -> Any:
 
 
 def to_dict(graph: "GradGraph", version: int = schema.VERSION) -> Dict[str, Any]:
-    """The JSON form as Python objects: version 2 (columns) by default; ``version=1`` gives one record per node and
-    per edge."""
+    """The JSON form as Python objects: version 3 (columns) by default; ``version=2`` gives columns in the four flat
+    forms only (what releases before version 3 read), ``version=1`` one record per node and per edge."""
     if version == 1:
         return _records(graph)
-    if version != schema.VERSION:
-        raise ValueError(f"to_dict writes version 1 or {schema.VERSION}; got {version!r}.")
-    out = dict(_head(graph))
-    out["nodes"], out["edges"] = _columns(graph)
+    if version not in schema.READ_VERSIONS:
+        raise ValueError(f"to_dict writes version {', '.join(map(str, schema.READ_VERSIONS))}; got {version!r}.")
+    out = dict(_head(graph, version))
+    out["nodes"], out["edges"] = _columns(graph, nested=version >= 3)
     if graph.findings is not None:
         out["findings"] = graph.findings
     return out
@@ -73,21 +73,22 @@ def _records(graph: "GradGraph") -> Dict[str, Any]:
     return out
 
 
-def _columns(graph: "GradGraph") -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Version 2's ``nodes`` and ``edges``: ``{"count": n, "id": column, key: column, ...}`` (:mod:`.columns`)."""
+def _columns(graph: "GradGraph", nested: bool = True) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Version 2's and 3's ``nodes`` and ``edges``: ``{"count": n, "id": column, key: column, ...}``
+    (:mod:`.columns`; ``nested``: version 3, which may split a column of lists or records into columns)."""
     node, succ, _ = adjacency(graph.nx)
     attrs = list(node.values())
     nodes: Dict[str, Any] = {"count": len(attrs), "id": encode_column(list(node))}
     keys = schema.node_keys(graph.meta)
     for k, values in zip(keys, _fields(attrs, keys)):
-        nodes[k] = encode_column(values)
+        nodes[k] = encode_column(values, nested)
     # in the order networkx iterates them (by source, then target): the order the reader rebuilds
     src = list(chain.from_iterable(map(repeat, succ, map(len, succ.values()))))
     tgt = list(chain.from_iterable(succ.values()))
     eattrs = list(chain.from_iterable(map(dict.values, succ.values())))
     edges: Dict[str, Any] = {"count": len(src), "source": encode_column(src), "target": encode_column(tgt)}
     for k, values in zip(schema.EDGE_KEYS, _fields(eattrs, schema.EDGE_KEYS)):
-        edges[k] = encode_column(values)
+        edges[k] = encode_column(values, nested)
     return nodes, edges
 
 
@@ -113,11 +114,11 @@ def _field(records: List[Dict[str, Any]], key: str) -> List[Any]:
         return [d.get(key) for d in records]
 
 
-def iter_json(graph: "GradGraph") -> Iterator[str]:
-    """The version 2 JSON text in pieces (one per column), for writing a file without building one string."""
+def iter_json(graph: "GradGraph", version: int = schema.VERSION) -> Iterator[str]:
+    """The version 3 (or 2) JSON text in pieces (one per column), for writing a file without building one string."""
     dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-    nodes, edges = _columns(graph)
-    head = dumps(_head(graph))
+    nodes, edges = _columns(graph, nested=version >= 3)
+    head = dumps(_head(graph, version))
     yield head[:-1]
     for name, block in (("nodes", nodes), ("edges", edges)):
         sep = "{"
@@ -143,12 +144,12 @@ def _column_text(col: Any, dumps: Callable[[Any], str]) -> str:
 
 
 def to_json(graph: "GradGraph", indent: Optional[int] = None, version: int = schema.VERSION) -> str:
-    """Serialise to the versioned JSON form (version 2, columns, unless ``version=1``); :func:`graphwidget.load_json`
-    reads it back exactly."""
-    if version == schema.VERSION and indent is None:
+    """Serialise to the versioned JSON form (version 3, columns, unless ``version=2``: the flat column forms older
+    releases read, or ``version=1``: records); :func:`graphwidget.load_json` reads it back exactly."""
+    if version in (2, 3) and indent is None:
         try:
             with gc_paused():
-                return "".join(iter_json(graph))
+                return "".join(iter_json(graph, version))
         except ValueError as exc:  # NaN / Infinity somewhere
             raise _nan_error(exc) from None
     with gc_paused():
@@ -165,7 +166,7 @@ def _nan_error(exc: ValueError) -> ValueError:
 
 
 def save(graph: "GradGraph", path: Any) -> Path:
-    """Write the graph's JSON (version 2) to ``path`` piece by piece; a name ending in ``.gz`` (``g.json.gz``) is
+    """Write the graph's JSON (version 3) to ``path`` piece by piece; a name ending in ``.gz`` (``g.json.gz``) is
     gzip-compressed. Returns the path; :func:`graphwidget.load` reads it back."""
     p = Path(path)
     try:

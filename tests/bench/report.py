@@ -91,6 +91,16 @@ BENCHES: List[Bench] = [
           "Targets (issue 20): at most 150 B/node; `load_json` at most 2x `json.loads` at 1M nodes (full mode; "
           "the median of three pairs, the pairs' range in brackets).",
           ("--sizes", "1000000", "--repeat", "3")),
+    Bench("families", "bench_families.py", "Op mixes: the bench's DAG, a scalar-op chain, a GPT-2 step", ("--quick",),
+          (),
+          "Three graph families (issue 35): the random DAG of `bench_capture.py`; `y = y * 1.0001` repeated (autograd "
+          "saves a fresh 0-d tensor with its own storage per node); summed losses of GPT-2 passes (12 layers, from "
+          "a config). Capture against the bare walk with the GC paused (least CPU of three fresh graphs), bytes "
+          "per node of `to_json` (version 3, and version 2's flat columns for comparison), `load_json` against "
+          "`json.loads` of the same text (median of paired runs, range in brackets); every round trip is checked "
+          "exact. Targets: capture at most 3x the walk; at most 60 B/node on the two chains and 100 on the "
+          "transformer; `load_json` at most 2x `json.loads`. Full mode adds 1M nodes.",
+          ()),
     Bench("advisor", "bench_advisor.py", "Advisor: `advise()` on big graphs", ("--quick",), (),
           "Four traced programs (a tiny-op chain, one big loop, the seed's repeat pattern many times over, a "
           "stack of transformer layers), each advised as traced and again after `load_json`: best of 3 "
@@ -290,6 +300,10 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", choices=[b.key for b in BENCHES], help="run only these benchmarks")
     ap.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT.relative_to(ROOT)})")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per script")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for the whole report: a script that would start after they are spent is skipped, "
+                         "and the report says so (each script that starts still gets up to --timeout, cut to what is "
+                         "left of the budget)")
     ap.add_argument("--update", action="store_true",
                     help="rerun only the --only benchmarks and replace their sections in --out, keeping the others")
     ap.add_argument("--scale", action="store_true",
@@ -311,12 +325,21 @@ def main() -> None:
         ap.error("--update needs --only (the benchmarks to rerun) and an existing --out file to update")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     sections: List[str] = []
-    for b in chosen:
-        lines, _ = run_bench(b, a.full, a.timeout, commit=commit + dirty_mark)
+    skipped: List[str] = []
+    runs = [r for b in chosen for r in ([(b, False), (b, True)] if a.scale and b.scale else [(b, False)])]
+    for b, scale in runs:
+        left = a.timeout if a.budget is None else min(a.timeout, a.budget - (time.perf_counter() - t0))
+        if left < 1:
+            name = f"{b.key} (at a million nodes)" if scale else b.key
+            skipped.append(name)
+            print(f"[report] {name}: skipped, the --budget of {a.budget:.0f} s is spent", flush=True)
+            if not a.update:  # an update keeps the section the file has
+                sections += [f"## {b.title}{', at a million nodes' if scale else ''}", "",
+                             f"**Skipped**: the report's `--budget` of {a.budget:.0f} s was spent before it could "
+                             "start.", ""]
+            continue
+        lines, _ = run_bench(b, a.full, left, scale=scale, commit=commit + dirty_mark)
         sections += lines + [""]
-        if a.scale and b.scale:
-            lines, _ = run_bench(b, a.full, a.timeout, scale=True, commit=commit + dirty_mark)
-            sections += lines + [""]
     if a.update:
         update(a.out, chosen, sections, started, commit + dirty_mark, a.full)
         return
@@ -340,7 +363,8 @@ def main() -> None:
         "|---|---|",
         f"| date | {started:%Y-%m-%d %H:%M} UTC |",
         f"| mode | {'full' if a.full else 'quick'}{' + million-node runs' if a.scale else ''}: "
-        f"{', '.join(b.key for b in chosen)}; {total / 60:.0f} min in all |",
+        f"{', '.join(b.key for b in chosen)}; {total / 60:.0f} min in all"
+        f"{f' (budget {a.budget:.0f} s; skipped: ' + ', '.join(skipped) + ')' if skipped else ''} |",
         f"| commit | {commit or 'unknown'}{dirty} |",
         f"| machine | {os.cpu_count()} cores ({_cpu_model()}), {_memory()} memory, {platform.system()} "
         f"{platform.release()} |",

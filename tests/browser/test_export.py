@@ -85,8 +85,10 @@ def test_leaf_inspector_and_hover_tooltips(watched: Any, tmp_path: Path) -> None
     click_node(w.page, leaf["id"])
     text = api(w.page, "a.inspectorText()")
     assert leaf["tensor"]["name"] in text and "requires_grad" in text
-    # hover a node: short tooltip
+    # hover a node: short tooltip (the pointer leaves the node it clicked first: a click's own node shows none)
     pos = api(w.page, f"a.nodeScreenPosition({leaf['id']})")
+    box = w.page.locator(".gw-canvas").bounding_box()
+    w.page.mouse.move(box["x"] + 5, box["y"] + box["height"] - 5)
     w.page.mouse.move(pos["x"], pos["y"])
     tip = w.page.locator(".gw-tooltip")
     tip.wait_for(state="visible")

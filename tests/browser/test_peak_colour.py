@@ -132,8 +132,13 @@ def test_picking_the_peak_colour_paints_nodes_by_what_they_hold_at_the_peak(
     page.wait_for_function(f"() => {API}.selected() === {top}")
     text = api(page, "a.inspectorText()")
     assert "alive at the peak" in text and human(peak[top]) in text, text
-    # and so does its tooltip (the pointer is on it)
+    # and so does its tooltip, hovered anew (the click that selected it took its tooltip away)
     tip = page.locator(".gw-tooltip")
+    assert tip.is_hidden()
+    page.mouse.move(5, 795)
+    api(page, "a.idle()")
+    pos = api(page, f"a.nodeScreenPosition({top})")  # a selection may move the view
+    page.mouse.move(pos["x"], pos["y"])
     tip.wait_for(state="visible")
     assert f"alive at the peak {human(peak[top]).split(' (')[0]}" in tip.text_content()
     page.mouse.move(5, 795)  # off the graph, for the screenshot

@@ -72,9 +72,20 @@ export function bindPointer(pane: GraphPane): void {
     const it = pane.view!.items[i];
     // the group's box gives way to its frame: what the tooltip described is no longer under the pointer
     if (it.cluster) { pane.marks.setHover(-1, -1); hideTooltip(pane); void pane.expand(it.cluster); }
-    else void pane.select(it.node, { user: true });
+    else {
+      // the Inspector now says what the tooltip said, and the tooltip would cover the neighbours: keep it away
+      // until the pointer leaves this item
+      quiet.set(pane, i);
+      hideTooltip(pane);
+      void pane.select(it.node, { user: true });
+    }
   });
-  c.addEventListener("pointerleave", () => { pane.marks.setHover(-1, -1); pane.marks.setHoverFrame(-1); hideTooltip(pane); });
+  c.addEventListener("pointerleave", () => {
+    pane.marks.setHover(-1, -1);
+    pane.marks.setHoverFrame(-1);
+    quiet.delete(pane);
+    hideTooltip(pane);
+  });
   // clicked into (focused): the wheel zooms without Ctrl until the focus goes elsewhere
   let engaged = false;
   c.addEventListener("focus", () => { engaged = true; });
@@ -105,6 +116,9 @@ export function bindPointer(pane: GraphPane): void {
   });
 }
 
+/** Per pane: the item a click just selected, whose tooltip stays hidden while the pointer is still on it. */
+const quiet = new WeakMap<GraphPane, number>();
+
 function hover(pane: GraphPane, ev: PointerEvent): void {
   const p = pointerAt(pane, ev);
   const i = itemAt(pane, p.wx, p.wy);
@@ -112,6 +126,12 @@ function hover(pane: GraphPane, ev: PointerEvent): void {
   const e = i < 0 && f < 0 ? edgeAt(pane, p.wx, p.wy) : -1;
   pane.marks.setHover(i, e);
   pane.marks.setHoverFrame(f);
+  if (i >= 0 && quiet.get(pane) === i) {
+    hideTooltip(pane);
+    pane.canvas.style.cursor = "pointer";
+    return;
+  }
+  quiet.delete(pane);
   const lines = i >= 0 ? tooltipLines.item(pane.model, pane.hier, pane.view!.items[i], pane.colours.values, pane.colours.metric)
     : f >= 0 ? tooltipLines.frame(pane.model, pane.hier, pane.view!.frames[f], pane.colours.values, pane.colours.metric)
     : e >= 0 ? tooltipLines.edge(pane.model, pane.view!.edges[e], pane.view!) : null;

@@ -5,6 +5,7 @@ import { clusterTitle } from "../model/grouping";
 import { gridTable, h, kvTable } from "./dom";
 import { formatBytesLong, formatMs, formatShape, formatValue } from "../model/format";
 import { outputBytes } from "../model/colour";
+import { displaySource, ownRoot } from "../model/paths";
 
 export interface InspectorActions {
   select(node: number): void;
@@ -28,9 +29,9 @@ export function renderInspector(el: HTMLElement, model: GraphModel, hier: Hierar
   if (n.module !== null || n.source || n.code) {
     parts.push(section("Where", kvTable([
       ["module", n.module === null ? null : n.module === "" ? "(top level)" : n.module],
-      ["source", n.source],
+      ["source", sourceText(n.source, ownRoot(model))],
       // a line inside a library (torch.nn...) that the user's line called: where the node was really made
-      ["library line", n.lib_source ?? null],
+      ["library line", sourceText(n.lib_source ?? null, ownRoot(model))],
     ]), n.code ? h("pre", { class: "gw-code", text: n.code }) : null));
   }
 
@@ -123,4 +124,14 @@ function neighbours(model: GraphModel, node: number, act: InspectorActions): HTM
   return section("Connections",
     ins.length ? h("div", {}, h("div", { class: "gw-sub", text: `inputs (${ins.length})` }), h("ul", { class: "gw-links" }, ...cap(ins))) : null,
     outs.length ? h("div", {}, h("div", { class: "gw-sub", text: `used by (${outs.length})` }), h("ul", { class: "gw-links" }, ...cap(outs))) : null);
+}
+
+/** A source shortened for reading (package- or graph-relative), the full path on hover. */
+function sourceText(source: string | null, root: string): HTMLElement | null {
+  if (!source) return null;
+  // a break opportunity after each folder, so a wrapped path breaks between names rather than inside one
+  // (<wbr>, not a zero-width space: the text copies as the path)
+  const parts = displaySource(source, root).split(/(?<=[\\/])/);
+  return h("span", { class: "gw-path", title: source },
+    ...parts.flatMap((p, k) => (k ? [h("wbr"), p] : [p])));
 }

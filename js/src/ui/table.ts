@@ -8,6 +8,7 @@ import type { GraphModel } from "../model/graph";
 import { h } from "./dom";
 import { formatBytes, formatMs } from "../model/format";
 import { shortOp } from "../model/grouping";
+import { sharedFolder } from "../model/paths";
 
 export type SortKey = "op" | "source" | "module" | "fwd_ms" | "bwd_ms" | "saved_bytes";
 const COLUMNS: { key: SortKey; label: string; numeric: boolean; title: string }[] = [
@@ -35,7 +36,7 @@ export class TopTable {
     this.key = model.doc.meta.timed ? "bwd_ms" : "saved_bytes";
     const has = (k: SortKey) => model.nodes.some((n) => n[k] !== null && n[k] !== undefined && n[k] !== "");
     this.columns = COLUMNS.filter((c) => c.key === "op" || c.key === "saved_bytes" || has(c.key));
-    this.root = commonRoot(model.nodes.map((n) => n.source));
+    this.root = sharedFolder(model.nodes.map((n) => n.source));
   }
 
   sortBy(key: SortKey): void {
@@ -124,23 +125,4 @@ export class TopTable {
     this.el.replaceChildren(h("table", { class: "gw-grid gw-toptable" }, h("thead", {}, h("tr", {}, ...heads)), body),
       ...[where, note].filter((x): x is HTMLParagraphElement => !!x));
   }
-}
-
-/** The folder (ending in / or \) every "path:line" source lies in, or "" when they share none. */
-export function commonRoot(sources: (string | null)[]): string {
-  let root: string | null = null;
-  for (const s of sources) {
-    if (!s) continue;
-    const path = s.replace(/:\d+$/, "");
-    const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
-    const dir = cut >= 0 ? path.slice(0, cut + 1) : "";
-    if (root === null) { root = dir; continue; }
-    let k = 0;
-    while (k < root.length && k < dir.length && root[k] === dir[k]) k++;
-    root = root.slice(0, k);
-    const c = Math.max(root.lastIndexOf("/"), root.lastIndexOf("\\"));
-    root = c >= 0 ? root.slice(0, c + 1) : "";
-    if (!root) return "";
-  }
-  return root ?? "";
 }

@@ -156,6 +156,24 @@ def test_a_write_failing_after_the_run_is_its_own_status(work: Path) -> None:
     assert "/dev/full" in msg and "No space left" in msg
 
 
+@pytest.mark.slow  # a real compare subprocess, loading torch
+def test_a_reader_that_leaves_stops_the_command_quietly(work: Path) -> None:
+    """``compare ... | head`` whose reader has gone: no "cannot write a file" (5) and no message, but the status a
+    shell gives a command stopped by SIGPIPE; and a reader that reads it all still gets the verdict's status."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        r = subprocess.run([sys.executable, "-m", "graphwidget", "compare", "cm:a", "cm:c", "--inputs",
+                            "cm:make_inputs"], cwd=work, env=_env(work), stdout=write, stderr=subprocess.PIPE,
+                           text=True, timeout=600)
+    finally:
+        os.close(write)
+    assert r.returncode == EXIT["output closed"] == 141, r.stderr
+    assert "Broken pipe" not in r.stderr and "cannot write" not in r.stderr and "Exception ignored" not in r.stderr
+    whole = gw(work, "compare", "cm:a", "cm:c", "--inputs", "cm:make_inputs")
+    assert whole.returncode == EXIT["not equivalent"] and "NOT EQUIVALENT" in whole.stdout
+
+
 @pytest.mark.slow  # real compare subprocesses, each loading torch
 def test_ctrl_c_is_interrupted_not_a_changed_result(work: Path) -> None:
     p = subprocess.Popen([sys.executable, "-m", "graphwidget", "compare", "cm:a", "cm:slow", "--inputs",

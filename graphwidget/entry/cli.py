@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .exits import EXIT, fail, table_text
+from .exits import EXIT, fail, reader_left, silence_stdout, table_text
 
 
 def _add_traceback(p: argparse.ArgumentParser) -> None:
@@ -78,6 +78,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"graphwidget {args.cmd}: interrupted", file=sys.stderr)
         return EXIT["interrupted"]
     except OSError as exc:
+        if reader_left(exc):  # `... | head`: the reader chose to stop; nothing is wrong with the run
+            silence_stdout()
+            return EXIT["output closed"]
         return fail(args.cmd, "cannot write or read a file", exc, "write failed", show)
     except Exception as exc:  # a bug of ours: a status of its own, never 1 ("the result changed")
         return fail(args.cmd, "internal error, please report it", exc, "internal", show)

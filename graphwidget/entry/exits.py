@@ -21,6 +21,8 @@ STATUS: Dict[str, Tuple[int, str]] = {
                         "folder)"),
     "internal": (7, "an unexpected error inside graphwidget (a bug: rerun with --traceback and report it)"),
     "interrupted": (130, "interrupted (Ctrl-C)"),
+    "output closed": (141, "the reader of the standard output left before all was written (| head): stopped "
+                           "without a message, as a command a shell stops with SIGPIPE"),
 }
 
 #: name -> status
@@ -54,3 +56,30 @@ def fail(command: str, what: str, exc: BaseException, status: str, show_tracebac
     hint = "" if show_traceback else " (--traceback shows where)"
     print(f"graphwidget {command}: {what}: {detail}{hint}", file=sys.stderr)
     return EXIT[status]
+
+
+def reader_left(exc: BaseException) -> bool:
+    """Whether ``exc`` is the standard output's reader having gone (``| head`` that read enough): a broken pipe while
+    the standard output is a pipe or socket. A broken pipe elsewhere (an ``--out`` FIFO) stays a failed write."""
+    import errno
+    import os
+    import stat
+    if not isinstance(exc, BrokenPipeError) and getattr(exc, "errno", None) != errno.EPIPE:
+        return False
+    try:
+        mode = os.fstat(sys.stdout.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def silence_stdout() -> None:
+    """Point the standard output at the null device, so that the interpreter's last flush of what is still buffered
+    for the reader that left does not print a second error at exit."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

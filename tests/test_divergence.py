@@ -279,3 +279,58 @@ def test_a_digest_samples_inside_a_tensor_of_more_than_2_to_the_24_elements():
     assert d[0].item() == n and d[1].item() == n - 1
     assert d[2].item() == 0 and d[-1].item() == n - 1  # the first and the last element, in order
     assert torch.all(d[3:] > d[2:-1])
+
+
+def test_a_side_measured_as_its_float64_values_appear_gives_the_same_search():
+    """compare measures B's float64 values against A's the moment they exist instead of keeping them
+    (Collector.stream_against): the search must read exactly what it reads from kept values."""
+    from graphwidget.experiment.values import measure_against
+    torch.manual_seed(3)
+    x = torch.randn(5, 6, requires_grad=True)
+    ga, gb = gw.capture((x.exp() * 2).sin().sum()), gw.capture((x.exp() * 2.001).sin().sum())
+    d = gw.diff(ga, gb)
+    to_a = {b: a for a, b in d.matched}
+    e = x.detach().exp()
+    kept = {}
+    for k, (g, mul) in enumerate(((ga, 2.0), (gb, 2.001))):
+        v = SideValues()
+        ops = {g.node(n)["op"]: n for n in g.nx}
+        for op, f32, f64 in (("ExpBackward0", e, e.double()),
+                             ("MulBackward0", e * mul, e.double() * mul),
+                             ("SinBackward0", (e * mul).sin(), (e.double() * mul).sin())):
+            v.put("fwd", ops[op], 0, f32)
+            v.put("fwd64", ops[op], 0, f64)
+            v.put("grad", ops[op], 0, torch.ones_like(f32) * (k + 1))
+            v.put("grad64", ops[op], 0, torch.ones_like(f64) * (k + 1))
+        kept[k] = v
+    va, vb = kept[0], kept[1]
+    streamed = SideValues()
+    streamed.fwd, streamed.grad = dict(vb.fwd), dict(vb.grad)
+    for name in ("fwd64", "grad64"):
+        for (n, o), t in vb.kind(name).items():
+            assert measure_against(streamed, name, n, o, t, va, to_a)
+    assert not streamed.fwd64 and not streamed.grad64 and len(streamed.measured) == 6
+    want = find_divergence(ga, va, gb, vb, d.matched)
+    got = find_divergence(ga, va, gb, streamed, d.matched)
+    assert got == want
+    assert want[0] is not None and ga.node(want[0]["a"])["op"] == "MulBackward0"
+    assert any(r["phase"] == "backward" for r in want[1])  # the gradients differ too: both kinds are read
+
+
+def test_finite_tensors_take_the_short_path_to_the_same_figures():
+    """equivalence.measure's path for all-finite tensors (two reused float64 buffers) gives the figures of the
+    general masked path, for the dtypes and layouts values come in."""
+    from graphwidget.experiment import equivalence as eq
+    torch.manual_seed(4)
+    for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        a64 = torch.randn(7, 9, dtype=torch.float64)
+        b64 = a64 * (1 + 1e-6 * torch.randn(7, 9, dtype=torch.float64))
+        for x, y, x64, y64 in ((a64.to(dt), b64.to(dt), a64, b64), (a64.to(dt).t(), b64.to(dt).t(), a64.t(), b64.t()),
+                               (a64.to(dt), b64.to(dt), None, None)):
+            fast = eq._figures_finite(x, y, x64, y64)
+            general = eq._figures_general({}, x, y, x64, y64)
+            assert fast is not None and fast == general, (dt, fast, general)
+    bad = torch.tensor([1.0, float("nan")])
+    assert eq._figures_finite(bad, bad, None, None) is None  # a NaN goes the general way
+    row = eq.check("x", bad, torch.tensor([float("nan"), 1.0]))
+    assert not row["allclose"] and "NaN in different places" in row["note"]

@@ -435,10 +435,19 @@ def compare_two(fn_a: Callable[..., Any], fn_b: Callable[..., Any], *args: Any, 
     timing = None
     try:
         try:
-            run_sides(sides, state, args, kwargs)
-            assert a.graph is not None and b.graph is not None
-            a.graph.output, b.graph.output = a.out, b.out
-            d = build(a.graph, b.graph, (la, lb))
+            built: List[Diff] = []
+
+            def match() -> None:
+                # The matching before the float64 runs, so B's float64 values are measured against A's as they
+                # appear instead of kept (the divergence search's memory: values.Collector.stream_against).
+                assert a.graph is not None and b.graph is not None
+                a.graph.output, b.graph.output = a.out, b.out
+                built.append(build(a.graph, b.graph, (la, lb)))
+                if a.collect is not None and b.collect is not None:
+                    b.collect.stream_against(a.collect.values, {y: x for x, y in built[0].matched})
+
+            run_sides(sides, state, args, kwargs, match)
+            d = built[0]
             equivalence = _equivalence(a, b, leaf_pairs(d))
             d.equivalence = equivalence
             if divergence is not False:
@@ -543,9 +552,11 @@ def prepare(items: Sequence[Tuple[Callable[..., Any], str, str]], args: Sequence
     return sides, state, saved_grads
 
 
-def run_sides(sides: Sequence[Side], state: State, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+def run_sides(sides: Sequence[Side], state: State, args: Sequence[Any], kwargs: Mapping[str, Any],
+              before_reference: Optional[Callable[[], None]] = None) -> None:
     """Run and capture every side from the same state (what each mutated noted), check that each returns the
-    first one's structure, then run each in float64 (the reference of "same maths?")."""
+    first one's structure, then run each in float64 (the reference of "same maths?"); ``before_reference`` is
+    called between the two."""
     for s in sides:
         state.reset()
         versions = {id(t): t._version for _, t in s.inputs.names}
@@ -553,6 +564,8 @@ def run_sides(sides: Sequence[Side], state: State, args: Sequence[Any], kwargs: 
         s.mutated = mutations(state, s.namer.by_id, s.inputs.names, versions)
     for s in sides[1:]:
         _same_structure(sides[0], s)
+    if before_reference is not None:
+        before_reference()
     tensors = [x.tensor for x in state.saved]
     for s in sides:
         state.reset()

@@ -36,6 +36,7 @@ with a reference ``rounding``, ``ref_diff``, ``tol`` (relative too), the two sha
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -101,15 +102,97 @@ def _wide(t: torch.Tensor) -> torch.Tensor:
 
 
 def _maxabs(t: torch.Tensor) -> float:
-    return float(t.abs().max()) if t.numel() else 0.0
+    if not t.numel():
+        return 0.0
+    if t.is_complex():
+        return float(t.abs().max())
+    # one pass and no temporary: the smallest and largest element bound the magnitude exactly (a NaN makes both NaN)
+    lo, hi = torch.aminmax(t)
+    return max(abs(float(lo)), abs(float(hi)))
 
 
-def check(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor], precision: Optional[Precision] = None,
-          a64: Optional[torch.Tensor] = None, b64: Optional[torch.Tensor] = None, kind: str = "output",
-          missing: str = "it") -> Dict[str, Any]:
-    """One row of the equivalence table for ``a`` (from A) and ``b`` (from B); ``None`` = that side has no tensor.
-    ``a64``/``b64``: the same tensors from the float64 runs (judged by :class:`Precision`; without them, or with
-    ``precision.method == "fixed"``, by :data:`RTOL`). ``missing`` words what a ``None`` means (``"no gradient"``)."""
+def _finite_maxabs(t: torch.Tensor) -> Optional[float]:
+    """The largest magnitude of a real tensor when every element is finite, else ``None``."""
+    if t.is_complex() or not t.numel():
+        return None
+    m = _maxabs(t if t.is_floating_point() else t.double())
+    return m if math.isfinite(m) else None
+
+
+def _maxdiff(x: torch.Tensor, y: torch.Tensor, buf: torch.Tensor) -> float:
+    """``max |x - y|`` computed in ``buf``'s float64 (reused: no temporary per difference)."""
+    torch.sub(x, y, out=buf)
+    return _maxabs(buf)
+
+
+def _figures_finite(x: torch.Tensor, y: torch.Tensor, a64: Optional[torch.Tensor], b64: Optional[torch.Tensor]
+                    ) -> Optional[Dict[str, Any]]:
+    """:func:`measure`'s figures for two real tensors with no NaN or infinity, in two float64 buffers instead of a
+    masked copy per operand (the same numbers: nothing is masked out when everything is finite); ``None`` when an
+    element is not finite (or a reference is complex): the general path then sorts that out."""
+    sx = _finite_maxabs(x)
+    sy = None if sx is None else _finite_maxabs(y)
+    if sx is None or sy is None:
+        return None
+    x64 = y64 = None
+    if a64 is not None and b64 is not None:
+        x64, y64 = _wide(_dense(a64)), _wide(_dense(b64))
+        if x64.is_complex() or y64.is_complex():
+            return None
+    xw = _wide(x)
+    buf = torch.empty_like(xw, dtype=torch.float64)
+    fig: Dict[str, Any] = {"ab": _maxdiff(xw, y, buf), "scale": max(sx, sy), "ref": None}
+    if x64 is not None and y64 is not None:
+        fig["ref"] = (max(_maxabs(x64), _maxabs(y64)), _maxdiff(xw, x64, buf), _maxdiff(y, y64, buf),
+                      _maxdiff(x64, y64, buf))
+    return fig
+
+
+def _figures_general(row: Dict[str, Any], x: torch.Tensor, y: torch.Tensor, a64: Optional[torch.Tensor],
+                     b64: Optional[torch.Tensor]) -> Optional[Dict[str, Any]]:
+    """The same with NaNs and infinities: ``None`` when they decide the row already (written into ``row``)."""
+    xw, yw = _wide(x), _wide(y)
+    nan_x, nan_y = torch.isnan(xw), torch.isnan(yw)
+    if not torch.equal(nan_x, nan_y):
+        row["note"] = f"NaN in different places ({int(nan_x.sum())} in A, {int(nan_y.sum())} in B)"
+        return None
+    inf_x, inf_y = torch.isinf(xw), torch.isinf(yw)
+    if not torch.equal(inf_x, inf_y) or not torch.equal(xw[inf_x], yw[inf_y]):
+        row["note"] = "infinities differ"
+        return None
+    finite = ~(nan_x | inf_x)
+    xf, yf = xw[finite], yw[finite]
+    if xf.numel() == 0:
+        row.update(allclose=True, max_abs=0.0, max_rel=0.0)
+        return None
+    fig: Dict[str, Any] = {"ab": _maxabs(xf - yf), "scale": max(_maxabs(xf), _maxabs(yf)), "ref": None}
+    if a64 is not None and b64 is not None:
+        x64, y64 = _wide(_dense(a64))[finite], _wide(_dense(b64))[finite]
+        fig["ref"] = (max(_maxabs(x64), _maxabs(y64)), _maxabs(xf - x64), _maxabs(yf - y64), _maxabs(x64 - y64))
+    return fig
+
+
+def _judge(row: Dict[str, Any], precision: Precision, ab: float, scale: float, ra: float, rb: float, ref: float,
+           m64: float) -> None:
+    """The float64 rule, from the figures (module docstring)."""
+    # Values whose true size is below the rounding noise (a gradient that cancels to zero): their relative figures
+    # say nothing; the rule below still holds for them.
+    row["near_zero"] = m64 <= ra + rb
+    tol = K_ROUND * (ra + rb) * precision.eps_ref / precision.eps_run + K_FLOOR * precision.eps_last * scale
+    rel = (lambda v: v / scale) if scale > 0 else (lambda v: 0.0)
+    row.update(max_abs=ab, max_rel=rel(ab), rounding=rel(max(ra, rb)), ref_diff=rel(ref), tol=rel(tol),
+               allclose=ref <= tol, ref_diff_abs=ref, tol_abs=tol, scale=scale)
+    if not row["allclose"]:
+        row["note"] = (f"A and B differ by {rel(ref):.2g} in float64 too, beyond what rounding explains "
+                       f"({rel(tol):.2g})")
+
+
+def measure(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor], a64: Optional[torch.Tensor] = None,
+            b64: Optional[torch.Tensor] = None, kind: str = "output", missing: str = "it") -> Dict[str, Any]:
+    """The part of :func:`check` that reads the tensors: a row, final where the tensors alone decide it (a side
+    without the tensor, other shapes, integers, NaNs or infinities in different places), else carrying the figures
+    the rule needs (``"_figures"``: largest differences and magnitudes, a few floats) for :func:`judge`. Lets a
+    comparison measure a pair while its tensors exist and judge it later, when the precision is known."""
     row: Dict[str, Any] = {"name": name, "kind": kind, "allclose": False, "max_abs": None, "max_rel": None,
                            "shape_a": _shape(a), "shape_b": _shape(b), "dtype_a": dtype_name(a),
                            "dtype_b": dtype_name(b)}
@@ -141,48 +224,46 @@ def check(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor], preci
         worst = float(diff.max())
         row.update(allclose=worst == 0, max_abs=worst, max_rel=None if worst else 0.0)
         return row
-    xw, yw = _wide(x), _wide(y)
-    nan_x, nan_y = torch.isnan(xw), torch.isnan(yw)
-    if not torch.equal(nan_x, nan_y):
-        row["note"] = f"NaN in different places ({int(nan_x.sum())} in A, {int(nan_y.sum())} in B)"
+    if a64 is not None and b64 is not None and (a64.shape != a.shape or b64.shape != b.shape):
+        a64 = b64 = None  # a reference of another shape is no reference
+    fig = _figures_finite(x, y, a64, b64)
+    if fig is None:
+        fig = _figures_general(row, x, y, a64, b64)
+        if fig is None:
+            return row
+    fig["dtypes"] = (a.dtype, b.dtype)
+    row["_figures"] = fig
+    return row
+
+
+def judge(row: Dict[str, Any], precision: Optional[Precision] = None) -> Dict[str, Any]:
+    """A :func:`measure` row judged: by the float64 rule when ``precision`` says so and the row has the float64
+    runs' figures, else by the fixed tolerance :data:`RTOL`. A final row comes back as it is."""
+    fig = row.pop("_figures", None)
+    if fig is None:
         return row
-    inf_x, inf_y = torch.isinf(xw), torch.isinf(yw)
-    if not torch.equal(inf_x, inf_y) or not torch.equal(xw[inf_x], yw[inf_y]):
-        row["note"] = "infinities differ"
-        return row
-    finite = ~(nan_x | inf_x)
-    xf, yf = xw[finite], yw[finite]
-    if xf.numel() == 0:
-        row.update(allclose=True, max_abs=0.0, max_rel=0.0)
-        return row
-    ab = _maxabs(xf - yf)
-    scale = max(_maxabs(xf), _maxabs(yf))
-    use_ref = (precision is not None and precision.method == "float64" and a64 is not None and b64 is not None
-               and a64.shape == a.shape and b64.shape == b.shape)
-    if use_ref:
-        assert precision is not None and a64 is not None and b64 is not None
-        x64, y64 = _wide(_dense(a64))[finite], _wide(_dense(b64))[finite]
-        scale = max(scale, _maxabs(x64), _maxabs(y64))
-        ra, rb = _maxabs(xf - x64), _maxabs(yf - y64)
-        ref = _maxabs(x64 - y64)
-        # Values whose true size is below the rounding noise (a gradient that cancels to zero): their relative
-        # figures say nothing; the rule below still holds for them.
-        row["near_zero"] = max(_maxabs(x64), _maxabs(y64)) <= ra + rb
-        tol = K_ROUND * (ra + rb) * precision.eps_ref / precision.eps_run + K_FLOOR * precision.eps_last * scale
-        rel = (lambda v: v / scale) if scale > 0 else (lambda v: 0.0)
-        row.update(max_abs=ab, max_rel=rel(ab), rounding=rel(max(ra, rb)), ref_diff=rel(ref), tol=rel(tol),
-                   allclose=ref <= tol, ref_diff_abs=ref, tol_abs=tol, scale=scale)
-        if not row["allclose"]:
-            row["note"] = (f"A and B differ by {rel(ref):.2g} in float64 too, beyond what rounding explains "
-                           f"({rel(tol):.2g})")
+    ab, scale = fig["ab"], fig["scale"]
+    if precision is not None and precision.method == "float64" and fig["ref"] is not None:
+        m64, ra, rb, ref = fig["ref"]
+        _judge(row, precision, ab, max(scale, m64), ra, rb, ref, m64)
     else:
-        rtol = rtol_for(a.dtype, b.dtype)
+        rtol = rtol_for(*fig["dtypes"])
         max_rel = ab / scale if scale > 0 else 0.0
         row.update(max_abs=ab, max_rel=max_rel, allclose=max_rel <= rtol, tol=rtol, scale=scale)
-    if a.dtype != b.dtype:
+    if row["dtype_a"] != row["dtype_b"]:
         row["note"] = (row.get("note", "") + "; " if row.get("note") else "") + \
-            f"dtypes differ: {dtype_name(a)} vs {dtype_name(b)}"
+            f"dtypes differ: {row['dtype_a']} vs {row['dtype_b']}"
     return row
+
+
+def check(name: str, a: Optional[torch.Tensor], b: Optional[torch.Tensor], precision: Optional[Precision] = None,
+          a64: Optional[torch.Tensor] = None, b64: Optional[torch.Tensor] = None, kind: str = "output",
+          missing: str = "it") -> Dict[str, Any]:
+    """One row of the equivalence table for ``a`` (from A) and ``b`` (from B); ``None`` = that side has no tensor.
+    ``a64``/``b64``: the same tensors from the float64 runs (judged by :class:`Precision`; without them, or with
+    ``precision.method == "fixed"``, by :data:`RTOL`). ``missing`` words what a ``None`` means (``"no gradient"``).
+    :func:`measure` then :func:`judge`."""
+    return judge(measure(name, a, b, a64, b64, kind, missing), precision)
 
 
 def _dtypes(graphs: Sequence[Any]) -> Dict[str, int]:

@@ -20,7 +20,9 @@ comparison: by default :data:`FRACTION` of the memory free when the comparison s
 ``MemAvailable`` on CPU, ``torch.cuda.mem_get_info`` on CUDA). Beyond it, a value is kept as a *digest*
 (:func:`digest`: its size, largest magnitude and :data:`SAMPLES` elements at fixed positions) in ``digests`` under
 ``(kind, id, output_nr)``, which the search compares by those samples, and :attr:`SideValues.notes` says how many
-values that concerned and how to raise the budget.
+values that concerned and how to raise the budget. In a two-sided compare only A's values are kept whole: B's
+float64 values are measured against A's as B's float64 run makes them (:meth:`Collector.stream_against`) and only
+the figures are kept (:attr:`SideValues.measured`).
 
 Collection: :class:`Tap` sees every torch call of a forward (through the attribution recorder of compare's run, or
 its own :class:`~graphwidget.attribution.intercept.Interception` in the float64 run) and keeps each output by its
@@ -113,6 +115,10 @@ class SideValues:
         self.grad: Dict[Key, torch.Tensor] = {}
         self.grad64: Dict[Key, torch.Tensor] = {}
         self.digests: Dict[Tuple[str, int, int], torch.Tensor] = {}
+        #: ``(kind, id, output_nr) -> (partner id, row)``: pairs measured against a partner side's values the moment
+        #: this side's float64 value existed (:meth:`Collector.stream_against`), so that value was never kept; the
+        #: row is :func:`~.equivalence.measure`'s, judged when the search runs
+        self.measured: Dict[Tuple[str, int, int], Tuple[int, Dict[str, Any]]] = {}
         self.nbytes = 0
         self.notes: List[str] = []
 
@@ -276,16 +282,21 @@ class TapMode:
         self._intercept.stop()
 
 
-def grad_hooks(nodes: Sequence[Any], keys: Sequence[int]) -> Tuple[Dict[Key, torch.Tensor], List[Any]]:
+def grad_hooks(nodes: Sequence[Any], keys: Sequence[int],
+               sink: Optional[Callable[[Key, torch.Tensor], bool]] = None
+               ) -> Tuple[Dict[Key, torch.Tensor], List[Any]]:
     """A pre-hook on each of ``nodes`` that keeps what flows into it in the backward under ``(keys[i],
-    output_nr)``; returns the dict it fills and the hook handles (remove them after the backward). The hooks
-    return nothing: no gradient is changed."""
+    output_nr)``; returns the dict it fills and the hook handles (remove them after the backward). ``sink``: offered
+    each gradient first; one it takes (returns ``True`` for) is not kept. The hooks return nothing: no gradient is
+    changed."""
     got: Dict[Key, torch.Tensor] = {}
     handles: List[Any] = []
     for fn, k in zip(nodes, keys):
         def keep(grad_outputs: Any, k: int = k) -> None:
             for i, g in enumerate(grad_outputs):
                 if isinstance(g, torch.Tensor):
+                    if sink is not None and sink((k, i), g.detach()):
+                        continue
                     got[(k, i)] = g.detach()
         try:
             handles.append(fn.register_prehook(keep))
@@ -337,10 +348,31 @@ def storage_key(t: torch.Tensor) -> Any:
         return id(t)
 
 
+def measure_against(values: SideValues, name: str, node: int, out: int, t64: torch.Tensor,
+                    partner: SideValues, to_partner: Dict[int, int]) -> bool:
+    """Measure this side's float64 value ``t64`` (kind ``name``: ``"fwd64"`` or ``"grad64"``) of ``(node, out)``
+    against the matched partner node's values now, as the search would (:func:`~.equivalence.measure`), and keep the
+    row instead of the value. ``False`` (nothing done: the value is kept as usual) unless the partner's run and
+    float64 values and this side's run value are all there exactly."""
+    kind = name[:-2]
+    a = to_partner.get(node)
+    if a is None or not (t64.is_floating_point() or t64.is_complex()) or t64.layout is not torch.strided:
+        return False
+    xa, xa64 = partner.kind(kind).get((a, out)), partner.kind(name).get((a, out))
+    xb = values.kind(kind).get((node, out))
+    if xa is None or xa64 is None or xb is None or xa.shape != xb.shape:  # other shapes: the search skips the pair
+        return False
+    from .equivalence import measure
+    values.measured[(kind, node, out)] = (a, measure(f"{kind} {a}/{node}:{out}", xa, xb, xa64, t64,
+                                                     kind="output" if kind == "fwd" else "gradient"))
+    return True
+
+
 def add_forward(values: SideValues, name: str, tap: Tap, nodes: Sequence[Any], ids: Dict[int, int],
-                budget: Optional[Budget]) -> None:
+                budget: Optional[Budget], sink: Optional[Callable[[int, int, torch.Tensor], bool]] = None) -> None:
     """Fill kind ``name`` (``"fwd"`` or ``"fwd64"``) from ``tap``: node ``nodes[j]`` goes to id ``ids[j]``; a leaf
-    holds its tensor's value. A storage shared by several kept values is counted once."""
+    holds its tensor's value. A storage shared by several kept values is counted once. ``sink``: offered each value
+    first (``(id, output_nr, value)``); one it takes is not kept."""
     counted: set = set()
     for j, fn in enumerate(nodes):
         i = ids.get(j)
@@ -358,6 +390,8 @@ def add_forward(values: SideValues, name: str, tap: Tap, nodes: Sequence[Any], i
                         found.append((o, t))
         for o, t in found:
             if not (t.is_floating_point() or t.is_complex()) or t.layout is not torch.strided:
+                continue
+            if sink is not None and sink(i, o, t):
                 continue
             key = storage_key(t)
             size = 0 if key in counted else t.numel() * t.element_size()
@@ -401,6 +435,20 @@ class Collector:
         self._ref_nodes: Optional[List[Any]] = None
         self._ref_ids: Dict[int, int] = {}
         self._mode: Optional[TapMode] = None
+        self._partner: Optional[Tuple[SideValues, Dict[int, int]]] = None
+
+    def stream_against(self, partner: SideValues, to_partner: Dict[int, int]) -> None:
+        """Before this side's float64 run, with ``partner`` (the other side's values, its float64 run done) and the
+        matching (this side's id -> the partner's): each float64 value of a matched node is measured against the
+        partner's the moment it exists and is not kept (:func:`measure_against`), so one side's float64 values are
+        never held whole. The search reads the same rows it would have computed."""
+        self._partner = (partner, to_partner)
+
+    def _sink(self, name: str) -> Optional[Callable[[int, int, torch.Tensor], bool]]:
+        if self._partner is None:
+            return None
+        partner, to_partner = self._partner
+        return lambda i, o, t: measure_against(self.values, name, i, o, t, partner, to_partner)
 
     # -- the run ----------------------------------------------------------------------------------------------------
     def forward_done(self, roots: Sequence[Any], n_graph: int) -> None:
@@ -449,12 +497,25 @@ class Collector:
                                      f"value (judged by the fixed tolerance)")
         self._ref_ids = {j: i for i, j in to_ref.items()}
         self._ref_nodes = ref_nodes
-        add_forward(self.values, "fwd64", self._ref_tap, ref_nodes, self._ref_ids, self.budget)
+        add_forward(self.values, "fwd64", self._ref_tap, ref_nodes, self._ref_ids, self.budget,
+                    self._sink("fwd64"))
+        # the taps are no longer needed: what they held that was not kept may go as the backward frees it
+        self.tap = self._ref_tap = None
+        if self._mode is not None:
+            self._mode.tap = None
 
     def reference_hooks(self) -> List[Any]:
         if self._ref_nodes is None:
             return []
-        self._got, handles = grad_hooks(self._ref_nodes, list(range(len(self._ref_nodes))))
+        sink = self._sink("grad64")
+        ids = self._ref_ids
+
+        def take(key: Key, g: torch.Tensor) -> bool:
+            i = ids.get(key[0])
+            return sink is not None and i is not None and sink(i, key[1], g)
+
+        self._got, handles = grad_hooks(self._ref_nodes, list(range(len(self._ref_nodes))),
+                                        take if sink is not None else None)
         return handles
 
     def reference_done(self, handles: Sequence[Any]) -> None:
@@ -469,3 +530,4 @@ class Collector:
         self.tap = self._ref_tap = None
         self.nodes = self._ref_nodes = None
         self._mode = None
+        self._partner = None

@@ -94,21 +94,15 @@ def compare_pair(va: SideValues, vb: SideValues, kind: str, a: int, b: int, prec
                  ) -> Tuple[str, Optional[Dict[str, Any]]]:
     """``(status, worst row)`` of one matched pair's values of ``kind`` (``"fwd"`` or ``"grad"``): ``"agree"``,
     ``"differs"``, or ``"unknown"`` (no value on one side, or shapes that differ: not comparable)."""
-    rows = []
-    streamed = {}  # measured while B's float64 run made the value (values.Collector.stream_against)
-    for o in vb.outputs(kind, b):
-        m = vb.measured.get((kind, b, o))
-        if m is not None and m[0] == a:
-            streamed[o] = judge(dict(m[1]), precision)
+    # measured while B's float64 run made the value (values.Collector.stream_against)
+    by_output = {o: judge(dict(row), precision) for o, (pa, row) in vb.measured.get((kind, b), {}).items() if pa == a}
     for o, xa, xb, ya, yb in _pair_values(va, vb, kind, a, b):
-        if o in streamed:
-            rows.append(streamed[o])
-            continue
-        if xa is None or xb is None or xa.shape != xb.shape:
+        if o in by_output or xa is None or xb is None or xa.shape != xb.shape:
             continue
         # the digests' samples and exact values alike: a view may be non-contiguous
-        rows.append(check(f"{kind} {a}/{b}:{o}", xa, xb, precision, ya, yb,
-                          kind="output" if kind == "fwd" else "gradient"))
+        by_output[o] = check(f"{kind} {a}/{b}:{o}", xa, xb, precision, ya, yb,
+                             kind="output" if kind == "fwd" else "gradient")
+    rows = [by_output[o] for o in sorted(by_output)]
     if not rows:
         return UNKNOWN, None
     bad = [r for r in rows if not r["allclose"]]

@@ -115,10 +115,11 @@ class SideValues:
         self.grad: Dict[Key, torch.Tensor] = {}
         self.grad64: Dict[Key, torch.Tensor] = {}
         self.digests: Dict[Tuple[str, int, int], torch.Tensor] = {}
-        #: ``(kind, id, output_nr) -> (partner id, row)``: pairs measured against a partner side's values the moment
-        #: this side's float64 value existed (:meth:`Collector.stream_against`), so that value was never kept; the
-        #: row is :func:`~.equivalence.measure`'s, judged when the search runs
-        self.measured: Dict[Tuple[str, int, int], Tuple[int, Dict[str, Any]]] = {}
+        #: ``(kind, id) -> {output_nr: (partner id, row)}``: outputs measured against a partner side's values the
+        #: moment this side's float64 value existed (:meth:`Collector.stream_against`); neither that value nor,
+        #: from then on, this side's run value is kept. The row is :func:`~.equivalence.measure`'s, judged when the
+        #: search runs
+        self.measured: Dict[Tuple[str, int], Dict[int, Tuple[int, Dict[str, Any]]]] = {}
         self.nbytes = 0
         self.notes: List[str] = []
 
@@ -352,8 +353,9 @@ def measure_against(values: SideValues, name: str, node: int, out: int, t64: tor
                     partner: SideValues, to_partner: Dict[int, int]) -> bool:
     """Measure this side's float64 value ``t64`` (kind ``name``: ``"fwd64"`` or ``"grad64"``) of ``(node, out)``
     against the matched partner node's values now, as the search would (:func:`~.equivalence.measure`), and keep the
-    row instead of the value. ``False`` (nothing done: the value is kept as usual) unless the partner's run and
-    float64 values and this side's run value are all there exactly."""
+    row instead of the value (and of this side's run value, which only that row needed). ``False`` (nothing done:
+    the value is kept as usual) unless the partner's run and float64 values and this side's run value are all there
+    exactly."""
     kind = name[:-2]
     a = to_partner.get(node)
     if a is None or not (t64.is_floating_point() or t64.is_complex()) or t64.layout is not torch.strided:
@@ -363,8 +365,9 @@ def measure_against(values: SideValues, name: str, node: int, out: int, t64: tor
     if xa is None or xa64 is None or xb is None or xa.shape != xb.shape:  # other shapes: the search skips the pair
         return False
     from .equivalence import measure
-    values.measured[(kind, node, out)] = (a, measure(f"{kind} {a}/{node}:{out}", xa, xb, xa64, t64,
-                                                     kind="output" if kind == "fwd" else "gradient"))
+    row = measure(f"{kind} {a}/{node}:{out}", xa, xb, xa64, t64, kind="output" if kind == "fwd" else "gradient")
+    values.measured.setdefault((kind, node), {})[out] = (a, row)
+    del values.kind(kind)[(node, out)]  # measured: the run value is not needed any more either
     return True
 
 

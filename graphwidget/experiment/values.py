@@ -35,6 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from .equivalence import measure
+
 #: Share of the free memory the values of one comparison may hold by default.
 FRACTION = 0.25
 #: Elements a digest keeps, at evenly spaced flat positions (the same positions for equal sizes on both sides).
@@ -364,7 +366,6 @@ def measure_against(values: SideValues, name: str, node: int, out: int, t64: tor
     xb = values.kind(kind).get((node, out))
     if xa is None or xa64 is None or xb is None or xa.shape != xb.shape:  # other shapes: the search skips the pair
         return False
-    from .equivalence import measure
     row = measure(f"{kind} {a}/{node}:{out}", xa, xb, xa64, t64, kind="output" if kind == "fwd" else "gradient")
     values.measured.setdefault((kind, node), {})[out] = (a, row)
     del values.kind(kind)[(node, out)]  # measured: the run value is not needed any more either

@@ -178,9 +178,14 @@ def page_body(d: Any) -> Tuple[str, str, bytes]:
     return f'<div id="gw-nway" class="gw-nway" data-gw-state="loading">{head}{panes}</div>', colour, gz
 
 
+#: The export page's head: the table scrolls sideways rather than running past a narrow window; the sentence is
+#: left to the viewer's strip above the panes once the viewer shows it (said once, whole; a page whose script
+#: cannot run keeps its own).
 STYLE = (".gw-nway-head{padding:12px 16px;font:14px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
-         ".gw-nway-head table{border-collapse:collapse;margin:8px 0}.gw-nway-head td,.gw-nway-head th{padding:2px 8px;"
+         ".gw-nway-head table{border-collapse:collapse;margin:8px 0;display:block;overflow-x:auto;max-width:100%}"
+         ".gw-nway-head td,.gw-nway-head th{padding:2px 8px;"
          "border-bottom:1px solid #8884;text-align:left}.gw-nway-bad td{color:#b00020;font-weight:bold}"
+         ".gw-nway:has(.gw-nway-summary .gw-diff-sentence) .gw-nway-head .gw-nway-sentence{display:none}"
          ".gw-nway-root{height:85vh;min-height:420px;border-top:1px solid #8884}")
 
 

@@ -75,8 +75,9 @@ def test_one_pane_per_side_the_reference_once_side_by_side(watched: Any, tmp_pat
         head = api(page, f"a.headerText({label!r})")
         assert head.startswith(label + "\n") and rows[label]["maths"] in head
     assert "1 compiled region covering 46 nodes" in api(page, "a.headerText(2)")
-    # the verdict table on top is Python's
-    assert page.locator(".gw-nway-sentence").inner_text() == d.sentence()
+    # the verdict table on top is Python's; the sentence is said once, in the strip above the panes
+    assert page.locator("#gw-nway-root .gw-nway-summary").inner_text() == d.sentence()
+    assert page.locator(".gw-nway-head .gw-nway-sentence").is_hidden()
     assert page.locator(".gw-nway-table tbody tr").count() == 3
     w.assert_clean()
 
@@ -180,6 +181,56 @@ def test_screens_light_and_dark_wrapping_when_narrow(watched: Any, tmp_path: Pat
     node = d.graphs[d.reference].nodes(op="GeluBackward0")[0]
     api(page, f"a.select({node}, 0)")
     shot(page, f"npanes-three-{width}-{'dark' if dark else 'light'}.png")
+    w.assert_clean()
+
+
+@pytest.mark.parametrize("size", [(950, 530), (800, 600), (1400, 900)], ids=["pane", "800", "1400"])
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_verdict_is_whole_and_the_panel_opens_only_where_there_is_room(watched: Any, tmp_path: Path,
+                                                                            size: Any, dark: bool) -> None:
+    """At a notebook's output size the sentence wraps instead of being cut to "vs eager: refac…", and the panel
+    does not open over or beside three panes that have no room for it; selecting a node still shows the Inspector, floating over the panes rather than squeezing them."""
+    from graphwidget.examples import homography as ex
+
+    def scaled(**inp: Any) -> Any:
+        return ex.homography_broadcast(**inp) * 1.0
+    # the seed's three ways: the advisor warns about repeat, so a roomy view opens on the Findings
+    d = gw.compare({"repeat": ex.homography_repeat, "broadcast": ex.homography_broadcast, "scaled": scaled},
+                   **ex.homography_inputs(batch=2, height=32, width=32))
+    w = watched(viewport={"width": size[0], "height": size[1]}, color_scheme="dark" if dark else "light")
+    page = w.page
+    page.goto(d.export_html(tmp_path / "nway.html").as_uri())
+    page.wait_for_selector('#gw-nway[data-gw-state="ready"]', timeout=120_000)
+    api(page, "a.idle()")
+    page.locator("#gw-nway-root").scroll_into_view_if_needed()
+    strip = page.locator("#gw-nway-root .gw-nway-summary .gw-diff-sentence")
+    assert strip.inner_text() == d.sentence()
+    box = strip.evaluate("e => { const r = e.getBoundingClientRect(); return {w: e.scrollWidth, cw: e.clientWidth,"
+                         " right: r.right, lines: Math.round(r.height / parseFloat(getComputedStyle(e).lineHeight))}; }")
+    assert box["w"] <= box["cw"] and box["right"] <= size[0], box
+    assert page.evaluate(f"() => {ROOT}.querySelector('.gw-title').textContent") == ""
+    panel = page.locator("#gw-nway-root .gw-side")
+    roomy = size[0] >= 1300
+    assert panel.is_visible() == roomy, "the panel opens by itself only beside three panes of 300 px"
+    if roomy:
+        assert page.locator("#gw-nway-root .gw-tab-findings").is_visible()
+    before = api(page, "a.paneRects()")
+    assert all(r["width"] >= 250 for r in before), before
+    node = d.graphs[d.reference].nodes(op="RepeatBackward0")[0]
+    api(page, f"a.centre({node}, 0)")
+    pos = api(page, f"a.nodeScreenPosition({node}, 0)")
+    page.mouse.click(pos["x"], pos["y"])
+    assert wait_until(lambda: api(page, "a.selected(0)") == node)
+    assert panel.is_visible() == roomy, "the Inspector opens by itself only where the panes leave it room"
+    if not roomy:
+        # asked for, it floats over the panes
+        page.locator("#gw-nway-root .gw-paneltoggle").click()
+        assert wait_until(lambda: panel.is_visible())
+        assert page.locator("#gw-nway-root .gw-tab-inspector").is_visible()
+        assert panel.evaluate("e => getComputedStyle(e).position") == "absolute"
+        after = api(page, "a.paneRects()")
+        assert [round(r["width"]) for r in after] == [round(r["width"]) for r in before], "the panes keep their room"
+    shot(page, f"npanes-sentence-{size[0]}-{'dark' if dark else 'light'}.png")
     w.assert_clean()
 
 

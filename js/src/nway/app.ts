@@ -23,6 +23,8 @@ import { RankTimes } from "./ranks";
 import { renderHeader } from "./header";
 import { renderNWayInspector } from "./inspector";
 import { attachNWayApi } from "./api";
+import type { PictureParts } from "../picture/compose";
+import type { GraphDoc } from "../schema/types";
 import css from "./nway.css";
 
 export interface NWayAppOptions extends AppOptions {
@@ -48,6 +50,18 @@ export function gridColumns(n: number, width: number, minWidth = MIN_PANE_WIDTH)
   return Math.ceil(n / rows);
 }
 
+/** The side panel's narrowest width (ui/style.css: `.gw-side`, clamp(340px, 30%, 420px)). */
+const PANEL_MIN = 340;
+
+/**
+ * Whether a view `width` px wide has room for n panes side by side and the side panel beside them: only then
+ * does the panel open by itself and take its share; otherwise it floats over the panes when opened.
+ */
+export function roomForPanel(n: number, width: number, minWidth = MIN_PANE_WIDTH): boolean {
+  const panel = Math.min(420, Math.max(PANEL_MIN, 0.3 * width));
+  return width - panel >= Math.max(1, n) * minWidth;
+}
+
 /** Layout workers started before the document is decoded (the usual three-way compare); more panes start their own. */
 const EARLY_WORKERS = 3;
 
@@ -65,6 +79,8 @@ export class NWayApp extends App {
   private following: (number | null)[] = [];
   private regionMarked = false;
   private gridWatch: ResizeObserver;
+  /** the verdict sentence, whole and wrapped, above the panes (the toolbar has no room for it) */
+  private sentenceEl: HTMLElement;
 
   constructor(el: HTMLElement, protected nopts: NWayAppOptions = {}) {
     super(el, nopts, NWAY_TABS, EARLY_WORKERS);
@@ -75,12 +91,15 @@ export class NWayApp extends App {
       attrs: { type: "button", "data-action": "sync", "aria-pressed": String(this.syncOn) }, on: { click: () => this.setSync(!this.syncOn, true) } });
     this.toolbar.extra.appendChild(this.syncBtn);
     this.toolbar.searchInput.placeholder = "Search every pane…";
+    this.sentenceEl = h("div", { class: "gw-summary gw-nway-summary", attrs: { "aria-label": "The verdict against the reference" } });
+    el.insertBefore(this.sentenceEl, this.body);
     this.gridWatch = new ResizeObserver(() => this.placePanes());
     this.gridWatch.observe(this.main);
   }
 
   /** Side by side while they fit, else in balanced rows; the last pane takes what its row has left. */
   private placePanes(): void {
+    this.root.classList.toggle("gw-crowded", !roomForPanel(this.paneCount(), this.root.clientWidth));
     const n = this.panes.length;
     if (!n) return;
     const cols = gridColumns(n, this.main.clientWidth);
@@ -94,9 +113,31 @@ export class NWayApp extends App {
     super.dispose();
   }
 
-  /** Narrow: the panes need the width, so the side panel starts hidden and floats over them when opened. */
+  /** How many panes there are, or will be once the document is decoded (the usual three before). */
+  private paneCount(): number {
+    return this.doc?.labels.length ?? (this.panes.length || EARLY_WORKERS);
+  }
+
+  /**
+   * Narrow, or too narrow for every pane and the panel side by side (class gw-crowded): the panes need the width,
+   * so the side panel starts hidden and floats over them when opened.
+   */
   protected override narrowChanged(narrow: boolean): void {
-    this.showPanel(!narrow);
+    if (!this.panelChosen && (narrow || !roomForPanel(this.paneCount(), this.root.clientWidth))) this.showPanel(false);
+  }
+
+  /** The panel at open: as the graph view decides (shown with the Findings when the advisor warns), where the
+   * panes leave room for it; else hidden until something is selected. */
+  protected override openPanel(docs: GraphDoc[]): void {
+    if (this.panelChosen) return;
+    if (roomForPanel(docs.length, this.root.clientWidth)) super.openPanel(docs);
+    else this.showPanel(false);
+  }
+
+  /** A picture of the view: the verdict sentence above the panes, then the legend. */
+  protected override pictureParts(): PictureParts {
+    const parts = super.pictureParts();
+    return { ...parts, strips: [this.sentenceEl, ...parts.strips] };
   }
 
   protected override attach(): void {
@@ -114,7 +155,10 @@ export class NWayApp extends App {
       this.ranks = doc.ranks ? new RankTimes(doc.ranks) : null;
       this.following = models.map(() => null);
       this.timings.decode = performance.now() - t;
-      await this.show(doc.graphs.map((g, k) => ({ doc: g, label: doc.labels[k] })), models, doc.sentence || doc.labels.join(" · "));
+      const sentence = doc.sentence || doc.labels.join(" · ");
+      this.sentenceEl.replaceChildren(h("div", { class: "gw-diff-sentence", attrs: { "data-key": "sentence" }, text: sentence }));
+      // the toolbar names the comparison; the sentence strip says the verdict whole
+      await this.show(doc.graphs.map((g, k) => ({ doc: g, label: doc.labels[k] })), models, "");
     } catch (err) {
       this.fail(err);
     }
@@ -209,6 +253,8 @@ export class NWayApp extends App {
     this.renderInspector();
     this.findingsTab?.setSelected(k, m.idOf(k, node));
     if (node >= 0 && user && !this.keepTab) this.panel.show("inspector");
+    // the Inspector opens by itself beside panes that leave it room; over them only when asked (the Panel button)
+    if (node >= 0 && user && roomForPanel(this.paneCount(), this.root.clientWidth)) this.revealPanel();
     this.nopts.onSelectAll?.(ids, refId, user);
   }
 

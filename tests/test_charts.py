@@ -111,3 +111,29 @@ def test_html_fragment_inlines_plotlyjs_never_a_cdn(g):
     assert js not in small and len(small) < 200_000 and small.count('class="plotly-graph-div"') == 2
     untimed = charts.html_fragment(gw.capture(g.output.detach().requires_grad_() * 2), include_plotlyjs=False)
     assert untimed.count('class="plotly-graph-div"') == 1  # memory only
+
+
+def test_a_titles_lines_are_escaped_and_its_breaks_survive_a_second_escape():
+    """The memory timeline's title is two lines (a 460 px figure cuts one long one): set_title_lines escapes each
+    line, joins them with plotly's <br>, and a later escape_labels (the export calls it again) keeps the break."""
+    from graphwidget.views.plotly_inline import escape_labels, set_title_lines
+    fig = escape_labels(go.Figure(go.Scatter(x=[0], y=[1], name="<b>x</b>")))
+    set_title_lines(fig, "Memory: peak 1.0 MiB (saved)", "backward #3 <img src=x onerror=alert(1)>Backward0")
+    want = "Memory: peak 1.0 MiB (saved)<br>backward #3 &lt;img src=x onerror=alert(1)&gt;Backward0"
+    assert fig.layout.title.text == want
+    escape_labels(fig)
+    assert fig.layout.title.text == want and fig.data[0].name == "&lt;b&gt;x&lt;/b&gt;"
+    # a title changed after it is new text again: escaped whole
+    fig.update_layout(title="<br>later")
+    escape_labels(fig)
+    assert fig.layout.title.text == "&lt;br&gt;later"
+
+
+def test_the_memory_timelines_title_names_the_peak_on_two_lines():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+    g = gw.profile(model, torch.randn(256, 64), repeat=1, warmup=0, memory=True)
+    p = g.memory().peak
+    title = g.memory().figure().layout.title.text
+    first, second = title.split("<br>")
+    assert first.startswith(f"Memory: peak {p['bytes'] / 2 ** 20:.1f} MiB")
+    assert second == f"{p['phase']} #{p['node']} {p['op']}"

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
 from ..analysis.tables import ENGINE, metric_value, timing_table
 from ..model.graph import GradGraph
-from .plotly_inline import INK, SELECTED_LINE, escape_labels, figures_html
+from .plotly_inline import INK, SELECTED_LINE, escape_labels, figures_html, set_title_lines
 
 # -- figures ------------------------------------------------------------------------------------------------------
 _FWD, _BWD, _ENG = "#4c78a8", "#e45756", "#bab0ac"
@@ -213,6 +213,8 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
         fig.add_trace(go.Scatter(x=[p["point"]], y=[p["bytes"] / mib], mode="markers+text", name="peak",
                                  marker=dict(size=11, color="#d62728", symbol="x"), customdata=[p["node"]],
                                  text=[f"peak {p['bytes'] / mib:.1f} MiB"], textposition="top center",
+                                 # the peak is the highest point: its text above it must not be cut at the axis
+                                 cliponaxis=False,
                                  hovertext=[labels[p["point"]]],
                                  hovertemplate="%{hovertext}<br>%{y:.1f} MiB<extra>peak</extra>"))
     f = acc.forward_points
@@ -220,20 +222,23 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
         fig.add_vline(x=f - 0.5, line_dash="dot", line_color="#888")
     fig.update_layout(
         # short enough for the column beside the graph; the rest of the peak is in the hover and g.memory()
-        title=(f"Memory: peak {p['bytes'] / mib:.1f} MiB ({p['source']}), {p['phase']} #{p['node']} {p['op']}"
-               if p else "Memory"),
+        title="Memory",
         title_font_size=14,
         xaxis_title=("forward ops | backward nodes (order predicted: no backward ran)" if acc.predicted_backward
                      else "forward ops | backward nodes (in the order they ran)"), yaxis_title="MiB",
         height=height, hovermode="closest", meta={"graphwidget_link": "node"},
         # the legend under the plot: beside the graph the figure is narrow, and a legend at the side takes half
         legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, font_size=11),
-        margin=dict(t=70, l=50, r=15, b=10),
+        margin=dict(t=84, l=50, r=15, b=10),
         annotations=[dict(x=max(f - 1, 0) / 2, y=1.0, yref="paper", yanchor="bottom", text="forward",
                           showarrow=False),
                      dict(x=(f + acc.n) / 2, y=1.0, yref="paper", yanchor="bottom", text="backward",
                           showarrow=False)])
     fig = escape_labels(fig)
+    if p:
+        # two lines: a timeline of 460 px cuts one long line
+        set_title_lines(fig, f"Memory: peak {p['bytes'] / mib:.1f} MiB ({p['source']})",
+                        f"{p['phase']} #{p['node']} {p['op']}")
     if widget is None:
         return fig
     fw = go.FigureWidget(fig)
@@ -242,11 +247,19 @@ def memory_timeline(graph: GradGraph, report: Any = None, groups: int = 10, widg
         return fw
     import ipywidgets
     # The figure gets a width of its own: plotly's widget sizes itself once, when drawn, and an output area is not
-    # laid out yet then (it would fall back to plotly's 700 px and overflow); the graph takes the rest of the row.
-    widget.layout.flex, widget.layout.min_width = "1 1 auto", "0"
+    # laid out yet then (autosize falls back to plotly's 700 px and overflows); the graph takes the rest of the row.
+    # The row wraps: where the graph would get less than GRAPH_MIN_WIDTH beside the figure (an output area of
+    # 800 px and less), the figure goes under the graph and the graph has the whole width; in an area narrower than
+    # the figure, the figure's box scrolls sideways rather than widening the output or cutting the figure.
+    widget.layout.flex, widget.layout.min_width = f"1 1 {GRAPH_MIN_WIDTH}px", f"min({GRAPH_MIN_WIDTH}px, 100%)"
     fw.layout.height, fw.layout.width = max(height, int(widget.height)), width
-    return ipywidgets.HBox([widget, ipywidgets.Box([fw], layout=ipywidgets.Layout(flex="0 0 auto"))],
-                           layout=ipywidgets.Layout(width="100%", align_items="flex-start"))
+    box = ipywidgets.Box([fw], layout=ipywidgets.Layout(flex="0 1 auto", max_width="100%", overflow="auto hidden"))
+    return ipywidgets.HBox([widget, box],
+                           layout=ipywidgets.Layout(width="100%", align_items="flex-start", flex_flow="row wrap"))
+
+
+#: The narrowest the graph gets beside the memory timeline before the timeline goes under it (CSS px).
+GRAPH_MIN_WIDTH = 360
 
 
 def _link_widget(fw: Any, widget: Any, ids: Sequence[int]) -> None:

@@ -124,6 +124,17 @@ def escape_labels(fig: Any) -> Any:
     return fig
 
 
+def set_title_lines(fig: Any, *lines: str) -> Any:
+    """Give an escaped figure (:func:`escape_labels`) a title of several lines: each line escaped, joined by plotly's
+    ``<br>``, and recorded as escaped so a later :func:`escape_labels` leaves the breaks alone. Returns the figure."""
+    text = "<br>".join(html.escape(line, quote=False) for line in lines)
+    fig.layout.title.text = text
+    meta = getattr(fig.layout, "meta", None)
+    done = (meta.get(_MARK) if isinstance(meta, dict) else getattr(fig.layout, "_graphwidget_escaped", None)) or {}
+    _mark_escaped(fig.layout, {**(done if isinstance(done, dict) else {}), "title.text": text})
+    return fig
+
+
 def figures_html(figures: Sequence[Any], include_plotlyjs: bool = True) -> List[str]:
     """HTML fragments for ``figures`` (plotly figures, or HTML strings passed through as trusted markup): the first
     figure carries plotly.js inline when ``include_plotlyjs``; labels are escaped."""

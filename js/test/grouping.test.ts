@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { Hierarchy, clusterTitle, type Cluster } from "../src/model/grouping";
 import { buildView, initialExpansion } from "../src/model/view";
+import { boxOp } from "../src/model/names";
 import { chain, fanin, model, node, randomDag } from "./graphs";
+import { GraphModel } from "../src/model/graph";
 
 const measure = () => ({ w: 80, h: 30, dl: "", ds: "" });
 const collapsed = (h: Hierarchy) => new Set<Cluster>([h.root]);
@@ -113,5 +115,49 @@ describe("initial expansion", () => {
     expect(v.items.length).toBeGreaterThan(20);
     // every node is represented by exactly one drawn item
     for (let i = 0; i < m.n; i++) expect(v.rep[i]).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("what a node's box says", () => {
+  it("drops Backward0 and shortens the long op names a notebook pane's box cannot hold", () => {
+    expect(boxOp("RepeatBackward0")).toBe("Repeat");
+    expect(boxOp("AccumulateGrad")).toBe("AccGrad");
+    expect(boxOp("ConvolutionBackward0")).toBe("Conv");
+    expect(boxOp("ScaledDotProductEfficientAttentionBackward0")).toBe("SDPA eff");
+    expect(boxOp("NativeLayerNormBackward0")).toBe("LayerNorm");
+    // the rest as they are, and a custom Function's name untouched
+    expect(boxOp("SelectBackward0")).toBe("Select");
+    expect(boxOp("MyFunctionBackward")).toBe("MyFunction");
+    expect(boxOp("CompiledFunctionBackward")).toBe("CompiledFunction");
+  });
+
+  it("gives a node item its box form while the item keeps the full op for the tooltip", () => {
+    const m = model([node(0, "AccumulateGrad")], []);
+    const seen: string[] = [];
+    const v = buildView(m, new Hierarchy(m), new Set(), (label) => { seen.push(label); return measure(); });
+    expect(seen).toEqual(["AccGrad"]);
+    expect(v.items[0].label).toBe("AccumulateGrad");
+  });
+});
+
+describe("blocks of a graph without modules", () => {
+  const dag = (n: number, source: ((i: number) => string) | null) => {
+    const m = randomDag(n, 3);
+    const nodes = m.doc.nodes.map((x, i) => ({ ...x, source: source && x.kind !== "leaf" ? source(i) : null }));
+    return new GraphModel({ ...m.doc, nodes });
+  };
+
+  it("are named after the lines that made their nodes, then their commonest op", () => {
+    const h = new Hierarchy(dag(3000, (i) => `/home/u/work/loop.py:${10 + (i % 3)}`));
+    const ranges = h.allClusters().filter((c) => c.kind === "range");
+    expect(ranges.length).toBeGreaterThan(1);
+    for (const r of ranges) expect(r.label).toMatch(/^loop\.py:10–12 · Add ×\d+$/);
+  });
+
+  it("say + when some nodes come from another file, and fall back to the op mix without lines", () => {
+    const mixed = new Hierarchy(dag(3000, (i) => (i % 50 ? `C:\\work\\loop.py:7` : `/lib/helpers.py:99`)));
+    for (const r of mixed.allClusters().filter((c) => c.kind === "range")) expect(r.label).toMatch(/^loop\.py:7 \+ · Add ×\d+$/);
+    const bare = new Hierarchy(dag(3000, null));
+    for (const r of bare.allClusters().filter((c) => c.kind === "range")) expect(r.label).toMatch(/^Add ×\d+/);
   });
 });

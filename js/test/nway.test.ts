@@ -3,7 +3,7 @@ import { normaliseNway } from "../src/nway/doc";
 import { NWayModel } from "../src/nway/model";
 import { RankTimes } from "../src/nway/ranks";
 import { verdictText } from "../src/nway/header";
-import { gridColumns } from "../src/nway/app";
+import { gridColumns, roomForPanel } from "../src/nway/app";
 import { GraphModel } from "../src/model/graph";
 import { ST_ADDED, ST_CHANGED, ST_REMOVED, ST_UNCHANGED } from "../src/diff/model";
 import { node } from "./graphs";
@@ -99,5 +99,18 @@ describe("pane grid", () => {
     expect(gridColumns(4, 980)).toBe(2);
     expect(gridColumns(4, 1300)).toBe(4);
     expect(gridColumns(2, 200)).toBe(1);
+  });
+});
+
+describe("the side panel's room", () => {
+  it("opens beside three panes only when each keeps 300 px next to a panel of at least 340", () => {
+    // a notebook's output (950), 800 px and Lab's full width: the panel would squeeze three panes to slivers
+    expect(roomForPanel(3, 950)).toBe(false);
+    expect(roomForPanel(3, 800)).toBe(false);
+    expect(roomForPanel(3, 1300)).toBe(true);
+    // two panes fit beside it sooner; one pane always at 640
+    expect(roomForPanel(2, 950)).toBe(true);
+    expect(roomForPanel(1, 640)).toBe(true);
+    expect(roomForPanel(1, 600)).toBe(false);
   });
 });

@@ -75,3 +75,44 @@ def test_memory_widget_puts_the_timeline_beside_the_graph_and_links_them(lab: La
         Path(shots).mkdir(parents=True, exist_ok=True)
         nb.cell(0).screenshot(path=str(Path(shots) / "memory-widget.png"))
     nb.offline.assert_clean()
+
+
+@pytest.mark.parametrize("width,sidebar", [(800, False), (640, False), (800, True)],
+                         ids=["800", "640", "800-with-files"])
+def test_memory_widget_in_a_narrow_lab_puts_the_timeline_under_the_graph(lab: Lab, lab_page: Any, width: int,
+                                                                         sidebar: bool) -> None:
+    """A Lab window 800 px wide (and 640; and 800 with the file browser open, which leaves the output area under
+    300 px) leaves too little for the graph beside a 460 px timeline: the timeline goes under the graph, which keeps
+    the whole width; both are whole inside the output area (the timeline as wide as the area when that is narrower
+    than 460 px), and the graph still draws its nodes."""
+    lab_page.set_viewport_size({"width": width, "height": 1000})
+    nb = LabNotebook(lab_page, lab.write_notebook(f"memory-{width}-{sidebar}.ipynb", CELLS[:1]))
+    tab = lab_page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    if not sidebar and tab.count():
+        tab.first.click()  # the file browser folds away, as a user at this width would have it
+    nb.run(0, timeout=180_000)
+    root = nb.widget_root(0)
+    plot = nb.cell(0).locator(".js-plotly-plot").first
+    plot.wait_for(timeout=30_000)
+    until(lambda: plot.evaluate("d => !!(d._fullLayout && d._fullLayout.xaxis)"))
+    area = nb.cell(0).locator(".jp-OutputArea-output").first.bounding_box()
+    g_box, p_box = root.bounding_box(), plot.bounding_box()
+    assert g_box["width"] >= 0.9 * area["width"], (area, g_box)
+    assert p_box["y"] >= g_box["y"] + g_box["height"] - 2, ("the timeline is under the graph", g_box, p_box)
+    assert nb.api(root, "gw.labelStats().items") > 0
+    # the timeline's box stays inside the output area: whole when the area has room for it, else scrolling sideways
+    holder = plot.evaluate_handle("d => d.closest('.widget-box')")
+    h_box = holder.bounding_box()
+    assert h_box["x"] >= area["x"] - 1 and h_box["x"] + h_box["width"] <= area["x"] + area["width"] + 1, (area, h_box)
+    if area["width"] >= p_box["width"]:
+        assert p_box["x"] + p_box["width"] <= area["x"] + area["width"] + 1, (area, p_box)
+    else:
+        assert holder.evaluate("e => e.scrollWidth > e.clientWidth && getComputedStyle(e).overflowX === 'auto'")
+    # the figure's title is not cut: plotly drew it inside the figure
+    title = plot.locator(".gtitle").first.bounding_box()
+    assert title and title["x"] >= p_box["x"] and title["x"] + title["width"] <= p_box["x"] + p_box["width"], title
+    shots = os.environ.get("GW_SHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        nb.cell(0).screenshot(path=str(Path(shots) / f"memory-widget-{width}{'-files' if sidebar else ''}.png"))
+    nb.offline.assert_clean()

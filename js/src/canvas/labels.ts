@@ -5,9 +5,10 @@
  *
  * Zoomed in (TEXT_SCALE and more) labels are drawn in the world, two lines per box; between that and 12 px on
  * screen they keep LEGIBLE_PX and lose the second line. Zoomed further out, screenLabels names what still has
- * room, at a fixed screen size.
+ * room, at a fixed screen size. A node whose op would be cut ("Rep…") gets it whole on a chip over its box where
+ * that covers no other box or label (chips: the selected, searched, changed and hottest nodes claim room first).
  */
-import { darkFill } from "../model/colour";
+import { darkFill, fillAt } from "../model/colour";
 import { cutText, FONT_FAMILY, LABEL_FONT, SUB_FONT } from "./measure";
 import { CONTROLS_H, CONTROLS_W, FRAME_TITLE_H } from "../layout/types";
 import type { CameraState } from "./camera";
@@ -24,7 +25,11 @@ const SCREEN_LABEL_PX = 10.5;
 
 /** Labels drawn: in all, legible ones, and legible ones on items (node and group boxes, not frame titles); `beside`:
  * the group labels drawn beside their box, not in it ([x0, y0, x1, y1] in canvas CSS pixels). */
-export interface LabelStats { labels: number; legible: number; items: number; beside: [number, number, number, number][]; }
+export interface LabelStats {
+  labels: number; legible: number; items: number; beside: [number, number, number, number][];
+  /** per node item labelled: the text drawn for it (whole, or cut with an ellipsis) */
+  texts: Map<number, string>;
+}
 
 /** Draws every label of the visible items and frames; returns how many, and how many are legible. */
 export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: number, cssW: number, cssH: number, p: Paint,
@@ -39,6 +44,10 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
   let labels = 0;
+  const texts = new Map<number, string>();
+  // nodes whose op is cut: drawn whole on a chip where there is room (after the rest), else cut as here
+  const cutNodes: number[] = [];
+  const cutTexts = new Map<number, string>();
   for (const i of vis) {
     const it = items[i];
     const light = darkFill(p.t[i], th.dark);
@@ -49,9 +58,13 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
     ctx.fillStyle = light ? "#ffffff" : th.text;
     const room = it.w - 20 - (group ? 18 : 0);
     const text = one ? fitted(ctx, p, `L${i}:${Math.round(k * 8)}`, it.dl, room, false) : it.dl;
-    if (text !== "…") {
+    if (!group && text !== it.dl) {
+      cutNodes.push(i);
+      cutTexts.set(i, text);
+    } else if (text !== "…") {
       ctx.fillText(text, left, one || !sub ? it.y : it.y - 7);
       labels++;
+      if (!group) texts.set(i, text);
     }
     if (!one && sub && s >= 0.6) {
       ctx.font = SUB_FONT;
@@ -75,8 +88,114 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
     const [x, y] = countSpot(es[e].points!, p.view.frames, visFrames);
     ctx.fillText(`×${es[e].count}`, x, y);
   }
+  if (cutNodes.length) {
+    ctx.save();
+    const boxes = new Occupancy(cssW, cssH);
+    const rects = new Map<number, Rect>();
+    for (const i of vis) { const r = screenRect(cam, p, i); rects.set(i, r); boxes.add(r); }
+    const taken = new Occupancy(cssW, cssH);
+    for (const f of visFrames) taken.add(titleRect(cam, p, f));
+    const whole = chips(ctx, dpr, cssW, cssH, p, cutNodes, rects, boxes, taken, th, texts);
+    ctx.restore();
+    // the rest keep their op cut to the box, in the world (as the loop above would have drawn them)
+    ctx.font = labelFont;
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "left";
+    for (const i of cutNodes) {
+      if (whole.has(i)) { labels++; continue; }
+      const text = cutTexts.get(i)!;
+      if (text === "…") continue;
+      const it = items[i];
+      ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
+      ctx.fillText(text, it.x - it.w / 2 + 10, it.y);
+      texts.set(i, text);
+      labels++;
+    }
+  }
   // every label drawn here is at least LEGIBLE_PX on screen
-  return { labels: labels + titles, legible: labels + titles, items: labels, beside: [] };
+  return { labels: labels + titles, legible: labels + titles, items: labels, beside: [], texts };
+}
+
+/** An item's box in canvas CSS pixels. */
+function screenRect(cam: CameraState, p: Paint, i: number): Rect {
+  const it = p.view.items[i], s = cam.s;
+  return [(it.x - it.w / 2) * s + cam.tx, (it.y - it.h / 2) * s + cam.ty, (it.x + it.w / 2) * s + cam.tx, (it.y + it.h / 2) * s + cam.ty];
+}
+
+/** A frame's title bar in canvas CSS pixels. */
+function titleRect(cam: CameraState, p: Paint, f: number): Rect {
+  const fr = p.view.frames[f], s = cam.s;
+  const x0 = (fr.x - fr.w / 2) * s + cam.tx, y0 = (fr.y - fr.h / 2) * s + cam.ty;
+  return [x0, y0, x0 + fr.w * s, y0 + FRAME_TITLE_H * s];
+}
+
+/** Chips tried per frame: enough for every node a pane can show legibly, bounded for a huge graph zoomed out. */
+const MAX_CHIPS = 400;
+
+/**
+ * How much a node's label matters when room is short: the selected node, the current search match, matches, the
+ * diff's removed and added nodes, changed ones, hot ones (findings), then by position on the colour scale.
+ */
+function chipRank(p: Paint, i: number): number {
+  let r = Number.isFinite(p.t[i]) ? p.t[i] : 0;
+  if (p.hot[i]) r += 10;
+  const st = p.status ? p.status[i] : 0;
+  if (st === 3 || st === 4) r += 1000; else if (st === 2) r += 100;
+  if (p.matches && p.matches[i]) r += 1e4;
+  if (i === p.currentMatch) r += 1e5;
+  if (i === p.selected) r += 1e6;
+  return r;
+}
+
+/**
+ * Draws the whole op of each of `nodes` (most important first) on a chip in the node's colour, at a fixed screen
+ * size, over its box: centred, else flush with its left or right edge, wherever the chip covers no other box, no
+ * label already drawn, and nothing under the pane's zoom buttons. Returns the nodes drawn so (their text in `texts`).
+ */
+function chips(ctx: CanvasRenderingContext2D, dpr: number, cssW: number, cssH: number, p: Paint, nodes: number[],
+  rects: Map<number, Rect>, boxes: Occupancy, taken: Occupancy, th: Theme, texts: Map<number, string>): Set<number> {
+  const done = new Set<number>();
+  const order = nodes.length > 1
+    ? nodes.map((i) => [chipRank(p, i), i]).sort((a, b) => b[0] - a[0]).slice(0, MAX_CHIPS).map((x) => x[1]) : nodes;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.font = `600 ${SCREEN_LABEL_PX}px ${FONT_FAMILY}`;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  const items = p.view.items;
+  for (const i of order) {
+    const own = rects.get(i);
+    if (!own) continue;
+    const [x0, y0, x1, y1] = own;
+    if (y1 - y0 < 3 || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
+    const text = items[i].dl;
+    const tw = ctx.measureText(text).width;
+    const w = tw + 8, hh = SCREEN_LABEL_PX + 4, cy = (y0 + y1) / 2;
+    const spots = [(x0 + x1) / 2 - w / 2, x0, x1 - w];
+    let placed: Rect | null = null;
+    for (const left of spots) {
+      const r: Rect = [left, cy - hh / 2, left + w, cy + hh / 2];
+      if (r[0] < 0 || r[2] > cssW || r[1] < 0 || r[3] > cssH) continue;
+      if (r[2] > cssW - CONTROLS_W && r[1] < CONTROLS_H) continue;
+      if (!boxes.free(r, own) || !taken.free(r)) continue;
+      placed = r;
+      break;
+    }
+    if (!placed) continue;
+    taken.add(placed);
+    const [a, b, c, d] = placed;
+    ctx.beginPath();
+    ctx.roundRect(a, b, c - a, d - b, 4);
+    ctx.fillStyle = fillAt(p.t[i], th.dark);
+    ctx.fill();
+    ctx.strokeStyle = th.stroke;
+    ctx.lineWidth = 1;
+    ctx.stroke();
+    ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
+    ctx.fillText(text, a + 4, cy + 0.5);
+    texts.set(i, text);
+    done.add(i);
+  }
+  return done;
 }
 
 /**
@@ -157,7 +276,8 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     const it = items[i];
     return [(it.x - it.w / 2) * s + cam.tx, (it.y - it.h / 2) * s + cam.ty, (it.x + it.w / 2) * s + cam.tx, (it.y + it.h / 2) * s + cam.ty];
   };
-  for (const i of vis) boxes.add(screen(i));
+  const rects = new Map<number, Rect>();
+  for (const i of vis) { const r = screen(i); rects.set(i, r); boxes.add(r); }
   let count = 0, titles = 0;
   const placedBeside: Rect[] = [];
   const fitText = (key: string, text: string, width: number, left: boolean): string => {
@@ -205,13 +325,14 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
   }
   /** draws `txt` from `x` on the line `cy` inside item i's box, in the colour its fill needs, unless a label is
    * already there */
-  const putInside = (txt: string, x: number, cy: number, i: number, width = ctx.measureText(txt).width): void => {
+  const putInside = (txt: string, x: number, cy: number, i: number, width = ctx.measureText(txt).width): boolean => {
     const rect: Rect = [x, cy - fontPx / 2 - 1, x + width, cy + fontPx / 2 + 1];
-    if (!taken.free(rect)) return;
+    if (!taken.free(rect)) return false;
     taken.add(rect);
     ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
     ctx.fillText(txt, x, cy + 0.5);
     count++;
+    return true;
   };
   // closed groups
   const groups = vis.filter((i) => p.kind[i] === KIND_GROUP).sort((a, b) => items[b].w * items[b].h - items[a].w * items[a].h);
@@ -242,15 +363,28 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     const txt = fitText(`g${i}`, it.label, sw - 6, cutsLeft(it));
     if (txt !== "…") putInside(txt, x0 + 3, cy, i);
   }
-  // nodes: their op, inside the box, when it has room for a readable one
+  // nodes: their op, inside the box when it has room for all of it, else whole on a chip where that has room,
+  // else cut inside the box when that still reads
+  const texts = new Map<number, string>();
+  const cutNodes: number[] = [];
   for (const i of vis) {
     if (p.kind[i] === KIND_GROUP) continue;
-    const [x0, y0, x1, y1] = screen(i);
-    if (y1 - y0 < fontPx + 2 || x1 - x0 < 28 || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
-    const txt = fitText(`n${i}`, items[i].dl, x1 - x0 - 8, false);
-    if (txt !== "…") putInside(txt, x0 + 4, (y0 + y1) / 2, i);
+    const [x0, y0, x1, y1] = rects.get(i)!;
+    if (x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
+    const fits = y1 - y0 >= fontPx + 2 && widthOf(`n${i}`, items[i].dl) <= x1 - x0 - 8;
+    if (fits) { if (putInside(items[i].dl, x0 + 4, (y0 + y1) / 2, i)) texts.set(i, items[i].dl); } else cutNodes.push(i);
   }
-  return { labels: count + titles, legible: count + titles, items: count, beside: placedBeside };
+  const whole = cutNodes.length ? chips(ctx, dpr, cssW, cssH, p, cutNodes, rects, boxes, taken, th, texts) : new Set<number>();
+  count += whole.size;
+  ctx.font = `600 ${fontPx}px ${FONT_FAMILY}`;
+  for (const i of cutNodes) {
+    if (whole.has(i)) continue;
+    const [x0, y0, x1, y1] = rects.get(i)!;
+    if (y1 - y0 < fontPx + 2 || x1 - x0 < 28) continue;
+    const txt = fitText(`n${i}`, items[i].dl, x1 - x0 - 8, false);
+    if (txt !== "…" && putInside(txt, x0 + 4, (y0 + y1) / 2, i)) texts.set(i, txt);
+  }
+  return { labels: count + titles, legible: count + titles, items: count, beside: placedBeside, texts };
 }
 
 /** Module paths without a class are cut from the left: their end tells siblings apart. */
@@ -271,9 +405,10 @@ class Occupancy {
     for (let x = x0; x <= x1; x++) for (let y = y0; y <= y1; y++) out.push(y * 4096 + x);
     return out;
   }
-  free(r: Rect): boolean {
+  /** Whether r overlaps none of the rectangles added (`except`: one of them, by identity, that it may overlap). */
+  free(r: Rect, except?: Rect): boolean {
     for (const k of this.keys(r)) for (const q of this.cells.get(k) ?? []) {
-      if (r[0] < q[2] && q[0] < r[2] && r[1] < q[3] && q[1] < r[3]) return false;
+      if (q !== except && r[0] < q[2] && q[0] < r[2] && r[1] < q[3] && q[1] < r[3]) return false;
     }
     return true;
   }

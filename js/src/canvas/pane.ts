@@ -67,6 +67,8 @@ export class GraphPane {
   lastItems = { onScreen: 0, labelled: 0 };
   /** group labels the last frame drew beside their box, in canvas CSS pixels */
   lastBeside: [number, number, number, number][] = [];
+  /** per node item the last frame labelled: the text it drew (whole, or cut with an ellipsis) */
+  lastTexts = new Map<number, string>();
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -215,6 +217,7 @@ export class GraphPane {
     this.lastLegible = st.legible;
     this.lastItems = { onScreen: st.nodes, labelled: st.itemLabels };
     this.lastBeside = st.beside;
+    this.lastTexts = st.texts;
     this.statusBadges = status;
     this.badges = badges;
     this.timings.draw = st.ms;

@@ -55,6 +55,8 @@ export interface DrawStats {
   itemLabels: number;
   /** group labels drawn beside their box (labels.ts), [x0, y0, x1, y1] in canvas CSS pixels */
   beside: [number, number, number, number][];
+  /** per node item labelled: the text drawn (labels.ts) */
+  texts: Map<number, string>;
   ms: number;
 }
 
@@ -232,7 +234,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
 
   // ---- text ----
   const st = drawLabels(ctx, cam, dpr, cssW, cssH, p, vis, visFrames, visibleEdges.concat(hiEdges), th);
-  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, labels: st.labels, legible: st.legible, itemLabels: st.items, beside: st.beside, ms: performance.now() - t0 };
+  return { nodes: vis.length, edges: visibleEdges.length + hiEdges.length, labels: st.labels, legible: st.legible, itemLabels: st.items, beside: st.beside, texts: st.texts, ms: performance.now() - t0 };
 }
 
 /** Frames (expanded groups) under everything else: a tinted body, a border and a title bar. Returns the visible ones. */

@@ -55,7 +55,37 @@ export function blockLabel(m: GraphModel, g: Cluster, kind: ClusterKind, parent:
   }
   // a plain capture knows its parameters' names: the modules they belong to say where the block is in the model
   const named = namedLeaves(m) ? paramSpan(m, g) : null;
-  return named ?? opMix(m, g);
+  if (named) return named;
+  // no module at all (a function, a Python loop): the lines that made the nodes say where, the commonest op what
+  const lines = sourceSpan(m, g);
+  return lines ? `${lines} · ${opMix(m, g, 1).replace(/ · …$/, "")}` : opMix(m, g);
+}
+
+/**
+ * "loop.py:12–14": the file most of a block's nodes were made in (its name, not its folders) and the range of
+ * their lines there, "+" when some came from other files; null when no node knows its line.
+ */
+export function sourceSpan(m: GraphModel, g: Cluster): string | null {
+  const files = new Map<string, { n: number; lo: number; hi: number }>();
+  const visit = (x: Cluster) => {
+    for (const ch of x.children) {
+      if (typeof ch !== "number") { visit(ch); continue; }
+      const src = m.nodes[ch].source;
+      if (!src) continue;
+      const at = src.lastIndexOf(":");
+      const line = at > 0 ? Number(src.slice(at + 1)) : NaN;
+      if (!Number.isFinite(line)) continue;
+      const file = src.slice(0, at).replace(/^.*[\\/]/, "");
+      const f = files.get(file);
+      if (f) { f.n++; f.lo = Math.min(f.lo, line); f.hi = Math.max(f.hi, line); } else files.set(file, { n: 1, lo: line, hi: line });
+    }
+  };
+  visit(g);
+  let best: [string, { n: number; lo: number; hi: number }] | null = null;
+  for (const e of files) if (!best || e[1].n > best[1].n) best = e;
+  if (!best) return null;
+  const [file, { lo, hi }] = best;
+  return `${file}:${lo === hi ? lo : `${lo}–${hi}`}${files.size > 1 ? " +" : ""}`;
 }
 
 const named = new WeakMap<GraphModel, boolean>();
@@ -120,6 +150,42 @@ export function shortModuleName(path: string): string {
 /** "AddmmBackward0" → "Addmm": the suffix is on every op and says nothing. */
 export function shortOp(op: string): string {
   return op.replace(/Backward\d*$/, "") || op;
+}
+
+/**
+ * Long op names shortened where a node's box draws them (the tooltip, the Inspector and search keep the full
+ * name): a box of a notebook's pane has room for a word or two, and "ScaledDotProductEfficientAttention" cut to
+ * its first letters names nothing.
+ */
+const BOX_OPS: Record<string, string> = {
+  AccumulateGrad: "AccGrad",
+  Convolution: "Conv",
+  ConvolutionBackwardBackward: "ConvBack",
+  NativeLayerNorm: "LayerNorm",
+  NativeBatchNorm: "BatchNorm",
+  CudnnBatchNorm: "BatchNorm",
+  NativeGroupNorm: "GroupNorm",
+  ScaledDotProductAttention: "SDPA",
+  ScaledDotProductEfficientAttention: "SDPA eff",
+  ScaledDotProductFlashAttention: "SDPA flash",
+  ScaledDotProductFlashAttentionForCpu: "SDPA flash",
+  ScaledDotProductCudnnAttention: "SDPA cudnn",
+  GridSampler2D: "GridSample",
+  GridSampler2DCpuFallback: "GridSample",
+  MaxPool2DWithIndices: "MaxPool2d",
+  MaxPool3DWithIndices: "MaxPool3d",
+  AdaptiveAvgPool2D: "AdaptAvgPool",
+  AdaptiveMaxPool2D: "AdaptMaxPool",
+  UpsampleBilinear2D: "Bilinear2d",
+  UpsampleNearest2D: "Nearest2d",
+  LinalgVectorNorm: "VectorNorm",
+  EmbeddingBag: "EmbedBag",
+};
+
+/** What a node's box says: its op without "Backward0", long names shortened (BOX_OPS). */
+export function boxOp(op: string): string {
+  const short = shortOp(op);
+  return BOX_OPS[short] ?? short;
 }
 
 /** Module clusters show their path relative to the enclosing module. */

@@ -4,7 +4,8 @@
  * Rebuilt in O(nodes + edges) on every expand/collapse.
  */
 import type { GraphModel } from "./graph";
-import { clusterTitle, shortModuleName, shortOp, type Cluster, type Hierarchy } from "./grouping";
+import { clusterTitle, shortModuleName, type Cluster, type Hierarchy } from "./grouping";
+import { boxOp } from "./names";
 import { shortShape, formatCount } from "./format";
 import { FRAME_PAD, NODE_SEP, RANK_SEP } from "../layout/types";
 
@@ -118,8 +119,9 @@ export function buildView(model: GraphModel, h: Hierarchy, expanded: Set<Cluster
         rep[ch] = items.length;
         const label = model.nodes[ch].op;
         const sublabel = nodeSublabel(model, ch);
-        // drawn without the "Backward0" every op has (the tooltip and the Inspector give the full name)
-        items.push({ node: ch, cluster: null, label, sublabel, ...measure(shortOp(label), sublabel, false), x: 0, y: 0, frame });
+        // drawn without the "Backward0" every op has, long names shortened (the tooltip and the Inspector give the
+        // full name)
+        items.push({ node: ch, cluster: null, label, sublabel, ...measure(boxOp(label), sublabel, false), x: 0, y: 0, frame });
       } else if (expanded.has(ch) && frameless(ch)) {
         visit(ch, frame, depth);
       } else if (expanded.has(ch)) {
@@ -169,7 +171,7 @@ export function viewArea(model: GraphModel, expanded: Set<Cluster>, root: Cluste
   const add = (m: { w: number; h: number }) => { area += (m.w + NODE_SEP / 2) * (m.h + RANK_SEP / 2); };
   const visit = (c: Cluster) => {
     for (const ch of c.children) {
-      if (typeof ch === "number") add(measure(shortOp(model.nodes[ch].op), nodeSublabel(model, ch), false));
+      if (typeof ch === "number") add(measure(boxOp(model.nodes[ch].op), nodeSublabel(model, ch), false));
       else if (expanded.has(ch)) visit(ch);
       else add(measure(groupName(ch), `${groupSize(ch)} · 000.0 KiB`, true, ch.kind === "module" && !ch.cls));
     }

@@ -35,6 +35,12 @@ export function labelStatsOf(pane: GraphPane | null | undefined): LabelStats {
     beside: pane.lastBeside.map(([x0, y0, x1, y1]) => ({ left: r.left + x0, top: r.top + y0, right: r.left + x1, bottom: r.top + y1 })) };
 }
 
+/** The text the pane's last frame drew on drawn item `item` when it is a node (null: none, or a group). */
+export function labelTextOf(pane: GraphPane | null | undefined, item: number): string | null {
+  if (!pane || item < 0 || pane.view?.items[item]?.node === undefined || pane.view.items[item].node < 0) return null;
+  return pane.lastTexts.get(item) ?? null;
+}
+
 /** The drawn items, open groups' frames and edges of a pane that are not wholly inside it (ids; groups by their id). */
 export function outsideOf(pane: GraphPane | null | undefined, idOf: (item: number) => number | string): (number | string)[] {
   const v = pane?.view;
@@ -119,6 +125,8 @@ export interface GraphWidgetApi {
   nodeScreenPosition(id: number | string): { x: number; y: number } | null;
   edgeScreenPosition(source: number | string, target: number | string): { x: number; y: number } | null;
   centre(id: number | string): boolean;
+  /** the op label the last frame drew on node id's box (whole, or cut with "…"); null when it drew none */
+  labelText(id: number): string | null;
   fit(): void;
   /** labels drawn in the last frame: node and group labels, frame titles (not edge counts nor badges) */
   labelCount(): number;
@@ -222,6 +230,7 @@ export function attachApi(app: App): GraphWidgetApi {
       app.pane!.drawNow();
       return true;
     },
+    labelText: (id) => labelTextOf(app.pane, itemOf(id)),
     labelCount: () => app.pane?.labelCount ?? 0,
     labelStats: () => labelStatsOf(app.pane),
     outside: () => outsideOf(app.pane, (k) => { const it = view()!.items[k]; return it.cluster ? it.cluster.id : app.model!.nodes[it.node].id; }),

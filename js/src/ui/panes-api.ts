@@ -7,7 +7,7 @@
 import type { App } from "./app";
 import type { CameraState } from "../canvas/camera";
 import { isMetricName, METRIC_ORDER, type MetricName } from "../model/colour";
-import { badgesOf, itemRectsOf, type BadgeInfo, type ItemRect } from "./api";
+import { badgesOf, itemRectsOf, labelTextOf, type BadgeInfo, type ItemRect } from "./api";
 
 /** A view of several panes: the graph view's App with pan and zoom kept in step on request. */
 export type PanesApp = App & { syncOn: boolean; setSync(on: boolean, user?: boolean): void };
@@ -25,6 +25,8 @@ export interface PanesApi<K> {
    * pixels */
   itemRects(pane: K): ItemRect[];
   centre(id: number | string, pane: K): boolean;
+  /** the op label the last frame drew on node id's box (whole, or cut with "…"); null when it drew none */
+  labelText(id: number, pane: K): string | null;
   camera(pane: K): CameraState | null;
   /** the fill colour a node or group is drawn with (one scale for every pane: equal values, equal colours) */
   nodeColour(id: number | string, pane: K): string | null;
@@ -86,6 +88,7 @@ export function panesApi<K>(app: PanesApp, index: (pane: K) => number): PanesApi
       q.drawNow();
       return true;
     },
+    labelText: (id, p) => labelTextOf(pane(p), itemOf(id, p)),
     camera: (p) => pane(p)?.camera.state ?? null,
     nodeColour: (id, p) => { const q = pane(p); return q ? q.colours.itemColour(itemOf(id, p), q.surface.theme.dark) : null; },
     sync: () => app.syncOn,

@@ -131,6 +131,10 @@ function titleRect(cam: CameraState, p: Paint, f: number): Rect {
 
 /** Chips tried per frame: enough for every node a pane can show legibly, bounded for a huge graph zoomed out. */
 const MAX_CHIPS = 400;
+/** A box shorter than this on screen is a speck among specks: no chip is tried for it (nor ranked, every frame). */
+const CHIP_MIN_H = 5;
+/** Past this many candidates only the marked ones (selected, matches, diff status, hot) are ranked for a chip. */
+const MAX_RANKED = 4 * MAX_CHIPS;
 
 /**
  * How much a node's label matters when room is short: the selected node, the current search match, matches, the
@@ -155,8 +159,9 @@ function chipRank(p: Paint, i: number): number {
 function chips(ctx: CanvasRenderingContext2D, dpr: number, cssW: number, cssH: number, p: Paint, nodes: number[],
   rects: Map<number, Rect>, boxes: Occupancy, taken: Occupancy, th: Theme, texts: Map<number, string>): Set<number> {
   const done = new Set<number>();
-  const order = nodes.length > 1
-    ? nodes.map((i) => [chipRank(p, i), i]).sort((a, b) => b[0] - a[0]).slice(0, MAX_CHIPS).map((x) => x[1]) : nodes;
+  let ranked = nodes.map((i) => [chipRank(p, i), i]);
+  if (ranked.length > MAX_RANKED) ranked = ranked.filter((x) => x[0] >= 10);
+  const order = ranked.sort((a, b) => b[0] - a[0]).slice(0, MAX_CHIPS).map((x) => x[1]);
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.font = `600 ${SCREEN_LABEL_PX}px ${FONT_FAMILY}`;
   ctx.textBaseline = "middle";
@@ -166,7 +171,7 @@ function chips(ctx: CanvasRenderingContext2D, dpr: number, cssW: number, cssH: n
     const own = rects.get(i);
     if (!own) continue;
     const [x0, y0, x1, y1] = own;
-    if (y1 - y0 < 3 || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
+    if (y1 - y0 < CHIP_MIN_H || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
     const text = items[i].dl;
     const tw = ctx.measureText(text).width;
     const w = tw + 8, hh = SCREEN_LABEL_PX + 4, cy = (y0 + y1) / 2;
@@ -372,7 +377,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
     const [x0, y0, x1, y1] = rects.get(i)!;
     if (x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
     const fits = y1 - y0 >= fontPx + 2 && widthOf(`n${i}`, items[i].dl) <= x1 - x0 - 8;
-    if (fits) { if (putInside(items[i].dl, x0 + 4, (y0 + y1) / 2, i)) texts.set(i, items[i].dl); } else cutNodes.push(i);
+    if (fits) { if (putInside(items[i].dl, x0 + 4, (y0 + y1) / 2, i)) texts.set(i, items[i].dl); } else if (y1 - y0 >= CHIP_MIN_H) cutNodes.push(i);
   }
   const whole = cutNodes.length ? chips(ctx, dpr, cssW, cssH, p, cutNodes, rects, boxes, taken, th, texts) : new Set<number>();
   count += whole.size;

@@ -114,6 +114,14 @@ BENCHES: List[Bench] = [
           "a TransformerEncoder captured with `gw.trace`). Targets: 10k nodes ready in 1.5 s, 100k (grouped; "
           "full mode) in 5 s; viewer bundle at most 1 MB; at most 200 bytes of data per node.",
           ("--million", "--repeat", "2")),
+    Bench("fps", "bench_fps.py", "Viewer: zooming and dragging a fully expanded big graph", ("--quick",), (),
+          "Chromium at 1400x900, no GPU (the canvas rasterises in software): a graph exported, *Expand all* timed, "
+          "then wheel and drag events sent inside the page one per animation frame, each frame timed by the page's "
+          "clock; frames per second, the median and slowest frame, and how many frames the pane drew in full and "
+          "how many from the bitmap of its last full frame (a gesture moves a big drawing as a bitmap until it "
+          "rests). The zoom buttons always draw in full: their frames are what a frame costs without the bitmap. "
+          "Graphs: a 10k random DAG without modules and a 100k chain (quick), and a 100k random DAG (full). "
+          "Target (issue 34): at least 30 FPS at 100k nodes fully expanded, on a quiet machine."),
     Bench("diff_view", "bench_diff_view.py", "Diff view: load time in Chromium", ("--quick",), (),
           "The side-by-side diff page of two random DAGs (2 % of nodes changed, 1 % removed, 1 % added): first "
           "load in a fresh browser, then median over fresh contexts, CPU of main thread and renderer, the view's "

@@ -23,6 +23,7 @@ import { bindPointer, zoomControls } from "./pointer";
 import { PaneSurface } from "./surface";
 import { PaneViewport, type Anchor } from "./viewport";
 import { Layouter, type Timings } from "./layouter";
+import { FrameCache } from "./cache";
 import { Highlights, paintFor } from "./highlight";
 import { Colouring } from "./colouring";
 
@@ -69,6 +70,9 @@ export class GraphPane {
   lastBeside: [number, number, number, number][] = [];
   /** per node item the last frame labelled: the text it drew (whole, or cut with an ellipsis) */
   lastTexts = new Map<number, string>();
+  /** frames drawn from the bitmap of the last full one (cache.ts) and in full, since the pane was made */
+  frameCounts = { cached: 0, full: 0 };
+  private cache = new FrameCache(() => this.surface.requestDraw());
 
   /** `layouts`: a layout worker started early (while the data decodes), else the pane starts its own. */
   constructor(host: HTMLElement, readonly model: GraphModel, readonly hier: Hierarchy, private events: PaneEvents,
@@ -209,9 +213,23 @@ export class GraphPane {
     return this.lastLegible;
   }
 
+  /** The user pans or zooms this pane (or a pane synced to it): a big drawing moves as a bitmap until it rests. */
+  gesture(): void {
+    this.cache.gesture();
+  }
+
   private paint(ctx: CanvasRenderingContext2D, w: number, h: number, dpr: number): void {
+    const p = this.current;
+    if (p && this.cache.usable(p, ctx.canvas.width, ctx.canvas.height, this.viewport.camera, dpr)) {
+      this.cache.drawMoved(ctx, this.viewport.camera, dpr, this.surface.theme.bg);
+      this.viewport.minimap.frame(this.viewport.camera, w, h);
+      this.frameCounts.cached++;
+      return;
+    }
     const drawn = this.render(ctx, w, h, dpr);
     if (!drawn) return;
+    this.frameCounts.full++;
+    this.cache.store(this.canvas, this.viewport.camera, p, drawn.st.nodes + drawn.st.edges);
     const { st, status, badges } = drawn;
     this.lastLabels = st.labels;
     this.lastLegible = st.legible;
@@ -251,6 +269,7 @@ export class GraphPane {
   }
 
   dispose(): void {
+    this.cache.dispose();
     this.layout.dispose();
     this.surface.dispose();
   }

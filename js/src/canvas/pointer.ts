@@ -51,6 +51,7 @@ export function bindPointer(pane: GraphPane): void {
       const dx = ev.clientX - down.x, dy = ev.clientY - down.y;
       if (!moved && Math.hypot(dx, dy) < 4) return;
       moved = true;
+      pane.gesture();
       cam.set(cam.s, down.tx + dx, down.ty + dy, "pan");
       hideTooltip(pane);
       return;
@@ -100,6 +101,7 @@ export function bindPointer(pane: GraphPane): void {
     }
     ev.preventDefault();
     const p = pointerAt(pane, ev);
+    pane.gesture();
     cam.zoomAt(Math.exp(-ev.deltaY * (ev.deltaMode === 1 ? 0.05 : 0.0015)), p.sx, p.sy);
   }, { passive: false });
   c.addEventListener("dblclick", (ev) => {

@@ -77,9 +77,14 @@ export function edgeBoxes(view: ViewGraph): Float32Array {
 }
 
 /** Adds one edge to the current path: a vertical S-curve for two points, a smoothed polyline otherwise. */
-export function traceEdge(ctx: CanvasRenderingContext2D, p: Float32Array): void {
+export function traceEdge(ctx: CanvasRenderingContext2D, p: Float32Array, coarse = false): void {
   const n = p.length / 2;
   ctx.moveTo(p[0], p[1]);
+  if (coarse) {
+    // zoomed far out a curve is a few pixels long: its polyline looks the same and rasterises far faster
+    for (let i = 1; i < n; i++) ctx.lineTo(p[2 * i], p[2 * i + 1]);
+    return;
+  }
   if (n === 2) {
     const my = (p[1] + p[3]) / 2;
     ctx.bezierCurveTo(p[0], my, p[2], my, p[2], p[3]);
@@ -106,6 +111,9 @@ function arrowHead(ctx: CanvasRenderingContext2D, p: Float32Array, size: number)
 }
 
 
+/** Below this zoom edges are drawn as polylines through their route points, not curves. */
+const COARSE_EDGES = 0.2;
+
 /**
  * Draws the view. `tag`, when given, is called after each item's fill with the item's index: the fills are then one
  * path per item (a picture names each shape by its node), instead of one path per colour bucket.
@@ -122,6 +130,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
   const px = 1 / s; // one screen pixel in world units
   const vx0 = -cam.tx / s, vy0 = -cam.ty / s, vx1 = (cssW - cam.tx) / s, vy1 = (cssH - cam.ty) / s;
   const detailed = s > 0.35;
+  const coarse = s < COARSE_EDGES;
   const text = s >= TEXT_SCALE;
   const visFrames = drawFrames(ctx, p, th, px, vx0, vy0, vx1, vy1, text);
 
@@ -147,9 +156,11 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
       if (arr) arr.push(k); else classes.set(c, [k]);
     }
     for (const [c, ks] of classes) {
-      ctx.lineWidth = (width + c * 0.8) * px;
+      // a plain edge is a one-pixel line (the rasteriser's fast path; a wider stroke of tens of thousands of
+      // edges costs a big drawing its frame rate), as is every edge zoomed far out
+      ctx.lineWidth = (coarse || (c === 0 && width < 2) ? 1 : width + c * 0.8) * px;
       ctx.beginPath();
-      for (const k of ks) traceEdge(ctx, edges[k].points!);
+      for (const k of ks) traceEdge(ctx, edges[k].points!, coarse);
       ctx.stroke();
     }
     if (detailed) {
@@ -158,7 +169,7 @@ export function draw(ctx: CanvasRenderingContext2D, cam: CameraState, cssW: numb
       ctx.fill();
     }
   };
-  strokeEdges(visibleEdges, 1.1);
+  strokeEdges(visibleEdges, 1);
   if (hiEdges.length) {
     ctx.strokeStyle = th.edgeHi;
     ctx.fillStyle = th.edgeHi;

@@ -11,7 +11,7 @@ export function linkCameras(panes: GraphPane[], on: () => boolean): () => void {
   const listeners = panes.map((p, k) => {
     const f = (ch: CameraChange) => {
       if (!on() || (ch.reason !== "pan" && ch.reason !== "zoom")) return;
-      panes.forEach((q, j) => { if (j !== k && q.view) q.camera.follow(ch); });
+      panes.forEach((q, j) => { if (j !== k && q.view) { q.gesture(); q.camera.follow(ch); } });
     };
     p.camera.on("change", f);
     return f;

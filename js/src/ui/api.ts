@@ -247,7 +247,9 @@ export function attachApi(app: App): GraphWidgetApi {
     toSVG: () => app.toSVG(),
     get timings() {
       const p = app.pane?.timings;
-      return { unpack: app.timings.unpack, decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "" };
+      const f = app.pane?.frameCounts;
+      return { unpack: app.timings.unpack, decode: app.timings.decode, total: app.timings.total, view: p?.view ?? 0, layout: p?.layout ?? 0, draw: p?.draw ?? 0, algorithm: p?.algorithm ?? "", worker: p?.worker ?? "",
+        fullFrames: f?.full ?? 0, cachedFrames: f?.cached ?? 0 };
     },
     get error() { return app.error; },
   };

@@ -58,7 +58,7 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
     ctx.fillStyle = light ? "#ffffff" : th.text;
     const room = it.w - 20 - (group ? 18 : 0);
     const text = one ? fitted(ctx, p, `L${i}:${Math.round(k * 8)}`, it.dl, room, false) : it.dl;
-    if (!group && text !== it.dl) {
+    if (text !== it.dl) {
       cutNodes.push(i);
       cutTexts.set(i, text);
     } else if (text !== "…") {
@@ -108,7 +108,7 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
       const it = items[i];
       ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
       ctx.fillText(text, it.x - it.w / 2 + 10, it.y);
-      texts.set(i, text);
+      if (p.kind[i] !== KIND_GROUP) texts.set(i, text);
       labels++;
     }
   }
@@ -143,6 +143,8 @@ const MAX_RANKED = 4 * MAX_CHIPS;
 function chipRank(p: Paint, i: number): number {
   let r = Number.isFinite(p.t[i]) ? p.t[i] : 0;
   if (p.hot[i]) r += 10;
+  // a closed group's name is the structure ("h.0–11 · GPT2Block ×12")
+  if (p.kind[i] === KIND_GROUP) r += 50;
   const st = p.status ? p.status[i] : 0;
   if (st === 3 || st === 4) r += 1000; else if (st === 2) r += 100;
   if (p.matches && p.matches[i]) r += 1e4;
@@ -152,8 +154,8 @@ function chipRank(p: Paint, i: number): number {
 }
 
 /**
- * Draws the whole op of each of `nodes` (most important first) on a chip in the node's colour, at a fixed screen
- * size, over its box: centred, else flush with its left or right edge, wherever the chip covers no other box, no
+ * Draws the whole label of each of `nodes` (most important first; a closed group's name with its "+") on a chip in
+ * the item's colour, at a fixed screen size, over its box: centred, else flush with its left or right edge, wherever the chip covers no other box, no
  * label already drawn, and nothing under the pane's zoom buttons. Returns the nodes drawn so (their text in `texts`).
  */
 function chips(ctx: CanvasRenderingContext2D, dpr: number, cssW: number, cssH: number, p: Paint, nodes: number[],
@@ -172,7 +174,8 @@ function chips(ctx: CanvasRenderingContext2D, dpr: number, cssW: number, cssH: n
     if (!own) continue;
     const [x0, y0, x1, y1] = own;
     if (y1 - y0 < CHIP_MIN_H || x1 < 0 || y1 < 0 || x0 > cssW || y0 > cssH) continue;
-    const text = items[i].dl;
+    // a closed group keeps its "+" (a click opens it)
+    const text = p.kind[i] === KIND_GROUP ? `${items[i].dl}  +` : items[i].dl;
     const tw = ctx.measureText(text).width;
     const w = tw + 8, hh = SCREEN_LABEL_PX + 4, cy = (y0 + y1) / 2;
     const spots = [(x0 + x1) / 2 - w / 2, x0, x1 - w];
@@ -190,11 +193,9 @@ function chips(ctx: CanvasRenderingContext2D, dpr: number, cssW: number, cssH: n
     const [a, b, c, d] = placed;
     ctx.beginPath();
     ctx.roundRect(a, b, c - a, d - b, 4);
+    // the box's own colour and no outline: it reads as the box, widened to its label
     ctx.fillStyle = fillAt(p.t[i], th.dark);
     ctx.fill();
-    ctx.strokeStyle = th.stroke;
-    ctx.lineWidth = 1;
-    ctx.stroke();
     ctx.fillStyle = darkFill(p.t[i], th.dark) ? "#ffffff" : th.text;
     ctx.fillText(text, a + 4, cy + 0.5);
     texts.set(i, text);

@@ -35,41 +35,10 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
         pair_of, in_b = _pairs_one_by_one(matched, ids_a, ids_b)
     for key, side, ids, paired, other in (("removed", "A", ids_a, pair_of, "matched once or removed"),
                                           ("added", "B", ids_b, in_b, "matched once or added")):
-        listed = doc.get(key)
-        if not isinstance(listed, list):
-            raise SchemaError(f"\"{key}\" must be a list of node ids of {side}; got {_show(listed)}.")
-        seen: set = set()
-        for j, x in enumerate(listed):
-            if not _nonneg_int(x) or x not in ids:
-                raise SchemaError(f"{key}[{j}] names node {_show(x)} of {side}, which is not in that graph; every "
-                                  f"node of {side} is {other}.")
-            if x in paired or x in seen:
-                where = f"matched[{paired[x]}]" if x in paired else f"\"{key}\" twice"
-                raise SchemaError(f"node {x} of {side} is in {key}[{j}] and {where}; every node of {side} is {other}.")
-            seen.add(x)
-        if len(paired) + len(seen) != len(ids):
-            left = sorted(i for i in ids if i not in paired and i not in seen)
-            raise SchemaError(f"nodes {left[:5]}{'...' if len(left) > 5 else ''} of {side} are neither matched nor "
-                              f"{key}; every node of {side} is {other}.")
+        _check_unmatched(doc.get(key), key, side, ids, paired, other)
     changed = doc.get("changed")
     if changed is not None:
-        if not isinstance(changed, list):
-            raise SchemaError(f"\"changed\" must be a list of [a_id, b_id, [field, ...]] entries; got "
-                              f"{_show(changed)}.")
-        once: set = set()
-        for j, c in enumerate(changed):
-            if (not isinstance(c, list) or len(c) != 3 or not _nonneg_int(c[0]) or not _nonneg_int(c[1])
-                    or not isinstance(c[2], list) or not all(isinstance(f, str) and f for f in c[2])):
-                raise SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]] (node ids, then the names "
-                                  f"of the fields that differ); changed[{j}] is {_show(c)}.")
-            at = pair_of.get(c[0])
-            if at is None or matched[at][1] != c[1]:
-                raise SchemaError(f"\"changed\" names the pair {c[:2]}, which is not in \"matched\" "
-                                  f"(changed[{j}]); list only matched pairs.")
-            if c[0] in once:
-                raise SchemaError(f"changed[{j}]: the pair {c[:2]} is listed twice; list each pair once with all "
-                                  f"its fields.")
-            once.add(c[0])
+        _check_changed(changed, matched, pair_of)
     _check_diff_summary(doc.get("summary"))
     _check_divergences(doc.get("summary"), ids_a, ids_b)
     for key in ("changes", "findings"):
@@ -80,6 +49,47 @@ def validate_diff(doc: Dict[str, Any], ids_a: set, ids_b: set) -> None:
     for key, v in doc.items():
         if key not in DIFF_KEYS and key not in ("format", "version") and not _plain(v, 1):
             raise SchemaError(_plain_text(v, str(key), 1))
+
+
+def _check_unmatched(listed: Any, key: str, side: str, ids: set, paired: Dict[int, int], other: str) -> None:
+    """``removed`` (A) or ``added`` (B): node ids of that side, none matched or listed twice, and with the matched
+    ones every node of the side."""
+    if not isinstance(listed, list):
+        raise SchemaError(f"\"{key}\" must be a list of node ids of {side}; got {_show(listed)}.")
+    seen: set = set()
+    for j, x in enumerate(listed):
+        if not _nonneg_int(x) or x not in ids:
+            raise SchemaError(f"{key}[{j}] names node {_show(x)} of {side}, which is not in that graph; every "
+                              f"node of {side} is {other}.")
+        if x in paired or x in seen:
+            where = f"matched[{paired[x]}]" if x in paired else f"\"{key}\" twice"
+            raise SchemaError(f"node {x} of {side} is in {key}[{j}] and {where}; every node of {side} is {other}.")
+        seen.add(x)
+    if len(paired) + len(seen) != len(ids):
+        left = sorted(i for i in ids if i not in paired and i not in seen)
+        raise SchemaError(f"nodes {left[:5]}{'...' if len(left) > 5 else ''} of {side} are neither matched nor "
+                          f"{key}; every node of {side} is {other}.")
+
+
+def _check_changed(changed: Any, matched: List[Any], pair_of: Dict[int, int]) -> None:
+    """``changed``: ``[a_id, b_id, [field, ...]]`` entries among the matched pairs, each pair once."""
+    if not isinstance(changed, list):
+        raise SchemaError(f"\"changed\" must be a list of [a_id, b_id, [field, ...]] entries; got "
+                          f"{_show(changed)}.")
+    once: set = set()
+    for j, c in enumerate(changed):
+        if (not isinstance(c, list) or len(c) != 3 or not _nonneg_int(c[0]) or not _nonneg_int(c[1])
+                or not isinstance(c[2], list) or not all(isinstance(f, str) and f for f in c[2])):
+            raise SchemaError(f"\"changed\" entries are [a_id, b_id, [field, ...]] (node ids, then the names "
+                              f"of the fields that differ); changed[{j}] is {_show(c)}.")
+        at = pair_of.get(c[0])
+        if at is None or matched[at][1] != c[1]:
+            raise SchemaError(f"\"changed\" names the pair {c[:2]}, which is not in \"matched\" "
+                              f"(changed[{j}]); list only matched pairs.")
+        if c[0] in once:
+            raise SchemaError(f"changed[{j}]: the pair {c[:2]} is listed twice; list each pair once with all "
+                              f"its fields.")
+        once.add(c[0])
 
 
 def _pairs_in_bulk(matched: List[Any], ids_a: set, ids_b: set
@@ -199,55 +209,10 @@ def validate_nway(doc: Dict[str, Any], ids: List[set]) -> None:
     kind = doc.get("kind")
     if kind is not None and kind not in NWAY_KINDS:
         raise SchemaError(f"\"kind\" must be one of {', '.join(map(repr, NWAY_KINDS))}; got {_show(kind)}.")
-    pairs = doc.get("pairs")
-    if not isinstance(pairs, list):
-        raise SchemaError(f"\"pairs\" must be a list, one entry per graph after the reference; got {_show(pairs)}.")
-    seen: Dict[int, int] = {}
-    for j, p in enumerate(pairs):
-        side: Any = p.get("side") if isinstance(p, dict) else None
-        if not isinstance(p, dict) or not _is_int(side) or not 1 <= side < n:
-            raise SchemaError(f"pairs[{j}] must be an object whose \"side\" is the index of a graph after the "
-                              f"reference (1..{n - 1}); got {_show(side if isinstance(p, dict) else p)}.")
-        if side in seen:
-            raise SchemaError(f"pairs[{seen[side]}] and pairs[{j}] both pair graph {side}; one entry per graph.")
-        seen[side] = j
-        try:
-            validate_diff(p, ids[0], ids[side])
-        except SchemaError as exc:
-            raise SchemaError(f"pairs[{j}] (reference vs graph {side}): {exc}") from None
-        regions = p.get("regions")
-        if regions is None:
-            continue
-        if not isinstance(regions, list):
-            raise SchemaError(f"pairs[{j}].regions must be a list of region records or null; got {_show(regions)}.")
-        for k, r in enumerate(regions):
-            at = f"pairs[{j}].regions[{k}]"
-            if not isinstance(r, dict) or r.get("node") not in ids[side] or not _nonneg_int(r.get("node")):
-                raise SchemaError(f"{at} must be an object whose \"node\" is a node of graph {side}; got "
-                                  f"{_show(r.get('node') if isinstance(r, dict) else r)}.")
-            cov = r.get("covers")
-            if not isinstance(cov, list) or not all(_nonneg_int(x) and x in ids[0] for x in cov):
-                raise SchemaError(f"{at}.covers must be a list of node ids of the reference (graphs[0]).")
-            if not _plain(r, 3):
-                raise SchemaError(_plain_text(r, at, 3))
-    missing = [k for k in range(1, n) if k not in seen]
-    if missing:
-        raise SchemaError(f"graph {missing[0]} has no entry in \"pairs\"; every graph after the reference is "
-                          f"matched to it.")
+    _check_pairs(doc.get("pairs"), ids)
     verdicts = doc.get("verdicts")
     if verdicts is not None:
-        if not isinstance(verdicts, list):
-            raise SchemaError(f"\"verdicts\" must be a list or null; got {_show(verdicts)}.")
-        for j, v in enumerate(verdicts):
-            if not isinstance(v, dict) or not all(_is_int(v.get(x)) and 0 <= v[x] < n for x in ("a", "b")) \
-                    or v["a"] == v["b"]:
-                raise SchemaError(f"verdicts[{j}] must be an object whose \"a\" and \"b\" are two different graph "
-                                  f"indices (0..{n - 1}).")
-            for key in ("equivalence", "timing"):
-                x = v.get(key)
-                if x is not None and (not isinstance(x, dict) or not _plain(x, 2)):
-                    raise SchemaError(f"verdicts[{j}].{key} must be an object or null." if not isinstance(x, dict)
-                                      else _plain_text(x, f"verdicts[{j}].{key}", 2))
+        _check_verdicts(verdicts, n)
     sentence = doc.get("sentence")
     if sentence is not None and not isinstance(sentence, str):
         raise SchemaError(f"\"sentence\" must be a string or null; got {_show(sentence)}.")
@@ -265,6 +230,65 @@ def validate_nway(doc: Dict[str, Any], ids: List[set]) -> None:
             raise SchemaError(_plain_text(v, str(key), 1))
 
 
+def _check_pairs(pairs: Any, ids: List[set]) -> None:
+    """``pairs``: one diff of the reference and each other graph (``side`` 1..N-1, each once), its regions too."""
+    n = len(ids)
+    if not isinstance(pairs, list):
+        raise SchemaError(f"\"pairs\" must be a list, one entry per graph after the reference; got {_show(pairs)}.")
+    seen: Dict[int, int] = {}
+    for j, p in enumerate(pairs):
+        side: Any = p.get("side") if isinstance(p, dict) else None
+        if not isinstance(p, dict) or not _is_int(side) or not 1 <= side < n:
+            raise SchemaError(f"pairs[{j}] must be an object whose \"side\" is the index of a graph after the "
+                              f"reference (1..{n - 1}); got {_show(side if isinstance(p, dict) else p)}.")
+        if side in seen:
+            raise SchemaError(f"pairs[{seen[side]}] and pairs[{j}] both pair graph {side}; one entry per graph.")
+        seen[side] = j
+        try:
+            validate_diff(p, ids[0], ids[side])
+        except SchemaError as exc:
+            raise SchemaError(f"pairs[{j}] (reference vs graph {side}): {exc}") from None
+        regions = p.get("regions")
+        if regions is not None:
+            _check_regions(regions, j, side, ids)
+    missing = [k for k in range(1, n) if k not in seen]
+    if missing:
+        raise SchemaError(f"graph {missing[0]} has no entry in \"pairs\"; every graph after the reference is "
+                          f"matched to it.")
+
+
+def _check_regions(regions: Any, j: int, side: int, ids: List[set]) -> None:
+    """``pairs[j].regions``: compiled regions, each a node of graph ``side`` covering nodes of the reference."""
+    if not isinstance(regions, list):
+        raise SchemaError(f"pairs[{j}].regions must be a list of region records or null; got {_show(regions)}.")
+    for k, r in enumerate(regions):
+        at = f"pairs[{j}].regions[{k}]"
+        if not isinstance(r, dict) or r.get("node") not in ids[side] or not _nonneg_int(r.get("node")):
+            raise SchemaError(f"{at} must be an object whose \"node\" is a node of graph {side}; got "
+                              f"{_show(r.get('node') if isinstance(r, dict) else r)}.")
+        cov = r.get("covers")
+        if not isinstance(cov, list) or not all(_nonneg_int(x) and x in ids[0] for x in cov):
+            raise SchemaError(f"{at}.covers must be a list of node ids of the reference (graphs[0]).")
+        if not _plain(r, 3):
+            raise SchemaError(_plain_text(r, at, 3))
+
+
+def _check_verdicts(verdicts: Any, n: int) -> None:
+    """``verdicts``: entries ``{"a", "b"}`` of two different graph indices, with plain-JSON verdicts."""
+    if not isinstance(verdicts, list):
+        raise SchemaError(f"\"verdicts\" must be a list or null; got {_show(verdicts)}.")
+    for j, v in enumerate(verdicts):
+        if not isinstance(v, dict) or not all(_is_int(v.get(x)) and 0 <= v[x] < n for x in ("a", "b")) \
+                or v["a"] == v["b"]:
+            raise SchemaError(f"verdicts[{j}] must be an object whose \"a\" and \"b\" are two different graph "
+                              f"indices (0..{n - 1}).")
+        for key in ("equivalence", "timing"):
+            x = v.get(key)
+            if x is not None and (not isinstance(x, dict) or not _plain(x, 2)):
+                raise SchemaError(f"verdicts[{j}].{key} must be an object or null." if not isinstance(x, dict)
+                                  else _plain_text(x, f"verdicts[{j}].{key}", 2))
+
+
 def _rank_list(v: Any) -> bool:
     return isinstance(v, list) and all(_nonneg_int(r) for r in v) and len(set(v)) == len(v)
 
@@ -276,6 +300,18 @@ def _check_ranks(r: Any, ids: List[set]) -> None:
         raise SchemaError(f"\"ranks\" must be an object or null; got {_show(r)}.")
     if not _plain(r, 1):
         raise SchemaError(_plain_text(r, "ranks", 1))
+    ranks, shown = _check_rank_identity(r, ids)
+    _check_rank_words(r, ranks, ids)
+    nodes = r.get("nodes")
+    if nodes is not None:
+        _check_rank_nodes(nodes, ranks, ids)
+    div = r.get("divergent")
+    if div is not None:
+        _check_divergent(div, ranks, shown, ids)
+
+
+def _check_rank_identity(r: Dict[str, Any], ids: List[set]) -> Tuple[List[int], List[int]]:
+    """``ranks``, ``shown`` (the rank of each graph), ``world_size`` and ``groups``; returns (ranks, shown)."""
     ranks: Any = r.get("ranks")
     if not _rank_list(ranks) or not ranks:
         raise SchemaError(f"ranks.ranks must be a non-empty list of distinct ranks (non-negative integers); got "
@@ -294,10 +330,21 @@ def _check_ranks(r: Any, ids: List[set]) -> None:
         if flat is None or sorted(flat) != sorted(ranks):
             raise SchemaError("ranks.groups must split ranks.ranks into lists (ranks whose graphs have the same "
                               "structure), each rank once.")
-    _check_rank_words(r, ranks, ids)
-    nodes = r.get("nodes")
-    if nodes is None:
-        return
+    return ranks, shown
+
+
+def _column(v: Any, at: str, n: int, ok: Callable[[Any], bool], what: str) -> None:
+    """One per-node array of ``ranks.nodes``: ``n`` values, each null or passing ``ok``."""
+    if not isinstance(v, list) or len(v) != n:
+        raise SchemaError(f"{at} must be a list of {n} values (one per entry of ranks.nodes.ids); got "
+                          f"{_show(v)}.")
+    bad = next((k for k, x in enumerate(v) if x is not None and not ok(x)), None)
+    if bad is not None:
+        raise SchemaError(f"{at}[{bad}] must be {what} or null; got {_show(v[bad])}.")
+
+
+def _check_rank_nodes(nodes: Any, ranks: List[int], ids: List[set]) -> None:
+    """``ranks.nodes``: reference node ids, per rank their times, and per node the statistics over the ranks."""
     if not isinstance(nodes, dict):
         raise SchemaError(f"ranks.nodes must be an object or null; got {_show(nodes)}.")
     nid = nodes.get("ids")
@@ -305,15 +352,6 @@ def _check_ranks(r: Any, ids: List[set]) -> None:
         raise SchemaError("ranks.nodes.ids must be a list of node ids of the reference (graphs[0]).")
     n = len(nid)
     rank_keys = {str(x) for x in ranks}
-
-    def column(v: Any, at: str, ok: Callable[[Any], bool], what: str) -> None:
-        if not isinstance(v, list) or len(v) != n:
-            raise SchemaError(f"{at} must be a list of {n} values (one per entry of ranks.nodes.ids); got "
-                              f"{_show(v)}.")
-        bad = next((k for k, x in enumerate(v) if x is not None and not ok(x)), None)
-        if bad is not None:
-            raise SchemaError(f"{at}[{bad}] must be {what} or null; got {_show(v[bad])}.")
-
     for metric in ("fwd_ms", "bwd_ms", "step_ms"):
         per = nodes.get(metric)
         if per is None:
@@ -322,37 +360,40 @@ def _check_ranks(r: Any, ids: List[set]) -> None:
             raise SchemaError(f"ranks.nodes.{metric} must be an object keyed by rank (\"0\", \"1\", ...) among "
                               f"ranks.ranks.")
         for key, v in per.items():
-            column(v, f"ranks.nodes.{metric}[{key!r}]", _nonneg_num, "a finite non-negative number (ms)")
+            _column(v, f"ranks.nodes.{metric}[{key!r}]", n, _nonneg_num, "a finite non-negative number (ms)")
     stats = nodes.get("stats")
-    if stats is not None:
-        if not isinstance(stats, dict):
-            raise SchemaError(f"ranks.nodes.stats must be an object or null; got {_show(stats)}.")
-        for key, v in stats.items():
-            if key == "straggler":
-                column(v, "ranks.nodes.stats.straggler", lambda x: x in ranks, "a rank among ranks.ranks")
-            elif key == "ranks":
-                column(v, "ranks.nodes.stats.ranks", _nonneg_int, "a count of ranks")
-            else:
-                column(v, f"ranks.nodes.stats.{key}", _is_num, "a finite number")
-    div = r.get("divergent")
-    if div is not None:
-        if not isinstance(div, list):
-            raise SchemaError(f"ranks.divergent must be a list or null; got {_show(div)}.")
-        for j, d in enumerate(div):
-            if not isinstance(d, dict) or d.get("rank") not in ranks:
-                raise SchemaError(f"ranks.divergent[{j}] must be an object whose \"rank\" is among ranks.ranks.")
-            removed = d.get("removed")
-            if removed is not None and (not isinstance(removed, list) or
-                                        not all(_nonneg_int(x) and x in ids[0] for x in removed)):
-                raise SchemaError(f"ranks.divergent[{j}].removed must be a list of node ids of the reference.")
-            added = d.get("added")
-            if added is not None and (not isinstance(added, list) or not all(_nonneg_int(x) for x in added)):
-                raise SchemaError(f"ranks.divergent[{j}].added must be a list of node ids (of that rank's graph).")
-            if d["rank"] in shown:
-                own = ids[shown.index(d["rank"])]
-                if added and not all(x in own for x in added):
-                    raise SchemaError(f"ranks.divergent[{j}].added names a node rank {d['rank']}'s graph does not "
-                                      f"have.")
+    if stats is None:
+        return
+    if not isinstance(stats, dict):
+        raise SchemaError(f"ranks.nodes.stats must be an object or null; got {_show(stats)}.")
+    for key, v in stats.items():
+        if key == "straggler":
+            _column(v, "ranks.nodes.stats.straggler", n, lambda x: x in ranks, "a rank among ranks.ranks")
+        elif key == "ranks":
+            _column(v, "ranks.nodes.stats.ranks", n, _nonneg_int, "a count of ranks")
+        else:
+            _column(v, f"ranks.nodes.stats.{key}", n, _is_num, "a finite number")
+
+
+def _check_divergent(div: Any, ranks: List[int], shown: List[int], ids: List[set]) -> None:
+    """``ranks.divergent``: each divergent rank, the reference nodes it lacks and the nodes only its graph has."""
+    if not isinstance(div, list):
+        raise SchemaError(f"ranks.divergent must be a list or null; got {_show(div)}.")
+    for j, d in enumerate(div):
+        if not isinstance(d, dict) or d.get("rank") not in ranks:
+            raise SchemaError(f"ranks.divergent[{j}] must be an object whose \"rank\" is among ranks.ranks.")
+        removed = d.get("removed")
+        if removed is not None and (not isinstance(removed, list) or
+                                    not all(_nonneg_int(x) and x in ids[0] for x in removed)):
+            raise SchemaError(f"ranks.divergent[{j}].removed must be a list of node ids of the reference.")
+        added = d.get("added")
+        if added is not None and (not isinstance(added, list) or not all(_nonneg_int(x) for x in added)):
+            raise SchemaError(f"ranks.divergent[{j}].added must be a list of node ids (of that rank's graph).")
+        if d["rank"] in shown:
+            own = ids[shown.index(d["rank"])]
+            if added and not all(x in own for x in added):
+                raise SchemaError(f"ranks.divergent[{j}].added names a node rank {d['rank']}'s graph does not "
+                                  f"have.")
 
 
 def _num_or_null(v: Any) -> bool:

@@ -103,3 +103,18 @@ def assert_centred(page: Any, position: str, canvas: Any) -> None:
 def next_frame(page: Any) -> None:
     """Returns once the page has drawn a frame: what a change asked to redraw (requestAnimationFrame) is on screen."""
     page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done(null)))")
+
+
+def toolbar_overflow(page: Any) -> List[str]:
+    """Toolbar controls that end past the toolbar's right edge (cut off or hidden under its border), and the status
+    text when it is cut below 1100 px (there it shows its short form, which must be whole)."""
+    return page.evaluate("""() => {
+        const bar = document.querySelector('.gw-toolbar'), right = bar.getBoundingClientRect().right - 1;
+        const out = [];
+        for (const c of bar.children) {
+            const r = c.getBoundingClientRect();
+            if (r.width > 0 && r.right > right) out.push(`${c.className || c.tagName} ends at ${r.right} > ${right}`);
+        }
+        const st = bar.querySelector('.gw-status');
+        if (bar.getBoundingClientRect().width < 1100 && st.scrollWidth > st.clientWidth + 1) out.push(`status cut: ${st.textContent}`);
+        return out; }""")

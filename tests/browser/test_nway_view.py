@@ -11,7 +11,7 @@ from typing import Any, Dict
 
 import pytest
 from nway_models import three_ways
-from pagekit import next_frame, wait_until
+from pagekit import next_frame, toolbar_overflow, wait_until
 
 import graphwidget as gw
 
@@ -209,6 +209,8 @@ def test_the_verdict_is_whole_and_the_panel_opens_only_where_there_is_room(watch
                          " right: r.right, lines: Math.round(r.height / parseFloat(getComputedStyle(e).lineHeight))}; }")
     assert box["w"] <= box["cw"] and box["right"] <= size[0], box
     assert page.evaluate(f"() => {ROOT}.querySelector('.gw-title').textContent") == ""
+    bar = page.evaluate(f"() => {ROOT}.querySelector('.gw-toolbar').getBoundingClientRect().width")
+    assert bar <= size[0] and toolbar_overflow(page) == [], f"the N-way toolbar at {size[0]} px"
     panel = page.locator("#gw-nway-root .gw-side")
     roomy = size[0] >= 1300
     assert panel.is_visible() == roomy, "the panel opens by itself only beside three panes of 300 px"

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 from model_graphs import OVERVIEW, SCREENS, overview_graph
-from pagekit import next_frame, wait_ready, wait_until
+from pagekit import next_frame, toolbar_overflow, wait_ready, wait_until
 
 import graphwidget as gw
 from graphwidget.views.export import export_html
@@ -70,21 +70,6 @@ def shoot(page: Any, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENS / f"overview-{name}.png"))
     page.screenshot(path=str(SHOTS / f"overview-{name}.png"))
-
-
-def toolbar_overflow(page: Any) -> List[str]:
-    """Toolbar controls that end past the toolbar's right edge (cut off or hidden under its border), and the status
-    text when it is cut below 1100 px (there it shows its short form, which must be whole)."""
-    return page.evaluate("""() => {
-        const bar = document.querySelector('.gw-toolbar'), right = bar.getBoundingClientRect().right - 1;
-        const out = [];
-        for (const c of bar.children) {
-            const r = c.getBoundingClientRect();
-            if (r.width > 0 && r.right > right) out.push(`${c.className || c.tagName} ends at ${r.right} > ${right}`);
-        }
-        const st = bar.querySelector('.gw-status');
-        if (bar.getBoundingClientRect().width < 1100 && st.scrollWidth > st.clientWidth + 1) out.push(`status cut: ${st.textContent}`);
-        return out; }""")
 
 
 def under_controls(page: Any, side: Any = None) -> List[str]:

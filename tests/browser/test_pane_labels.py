@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from pagekit import API, next_frame, wait_ready
+from pagekit import API, next_frame, toolbar_overflow, wait_ready
 
 import graphwidget as gw
 
@@ -61,6 +61,8 @@ def test_the_seed_diffs_culprit_is_named_whole_at_pane_sizes(watched: Any, tmp_p
     leaf = d.a.nodes(op="AccumulateGrad")[0]
     if leaf in _drawn_nodes(page, "a", [leaf]):
         assert api(page, "a.labelText(arg, 'a')", leaf) in ("AccGrad", None)
+    # and the toolbar above keeps every control whole (at 800 px the status "Δ36 +12 −2" ran past the edge)
+    assert toolbar_overflow(page) == [], f"the diff's toolbar at {size[0]} px"
     SHOTS.mkdir(exist_ok=True)
     page.mouse.move(0, 0)
     page.screenshot(path=str(SHOTS / f"pane-labels-seed-{size[0]}-{'dark' if dark else 'light'}.png"))

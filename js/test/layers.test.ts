@@ -72,4 +72,61 @@ describe("layers", () => {
     }
     expect(upward).toEqual([]);
   });
+
+  it("no module imports itself through others (a cycle); type-only imports are erased and do not count", () => {
+    const known = new Set(files.map((f) => f.file));
+    const edges = new Map<string, string[]>();
+    for (const { file, text } of files) {
+      const code = text.replace(TYPE_ONLY, "");
+      edges.set(file, importsOf(code).map((spec) => resolve(known, file, spec)).filter((x): x is string => x !== null));
+    }
+    expect(edges.size).toBe(files.length);
+    expect(findCycles(edges)).toEqual([]);
+  });
+
+  it("finds a cycle where there is one, and resolves specifiers to files", () => {
+    const g = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a", "d"]], ["d", []]]);
+    expect(findCycles(g)).toEqual(["a → b → c → a"]);
+    expect(findCycles(new Map([["a", ["b"]], ["b", []]]))).toEqual([]);
+    const known = new Set(["src/model/graph.ts", "src/layout/index.ts"]);
+    expect(resolve(known, "src/model/view.ts", "./graph")).toBe("src/model/graph.ts");
+    expect(resolve(known, "src/model/view.ts", "../layout")).toBe("src/layout/index.ts");
+    expect(resolve(known, "src/model/view.ts", "svgcanvas")).toBeNull();
+    expect(`import type { A } from "./a";\nexport type { B } from "./b";\nimport { c } from "./c";`.replace(TYPE_ONLY, "").trim())
+      .toBe(`import { c } from "./c";`);
+  });
 });
+
+/** `import type …;` and `export type … from …;` lines: erased by the compiler, they make no runtime import. */
+const TYPE_ONLY = /^\s*(?:import|export)\s+type\b[^;]*;/gm;
+
+/** The file under src/ a relative specifier of `file` names (`x.ts` or `x/index.ts`), or null (a package). */
+function resolve(known: Set<string>, file: string, spec: string): string | null {
+  if (!spec.startsWith(".")) return null;
+  const parts = file.split("/").slice(0, -1);
+  for (const p of spec.split("/")) {
+    if (p === "..") parts.pop();
+    else if (p !== ".") parts.push(p);
+  }
+  const base = parts.join("/");
+  return [`${base}.ts`, `${base}/index.ts`, base].find((c) => known.has(c)) ?? null;
+}
+
+/** Every import cycle a depth-first search meets, as "a → b → a" (a module met again while on the path). */
+function findCycles(edges: Map<string, string[]>): string[] {
+  const state = new Map<string, number>(); // 1 on the current path, 2 done
+  const cycles: string[] = [];
+  const path: string[] = [];
+  const visit = (f: string): void => {
+    state.set(f, 1);
+    path.push(f);
+    for (const g of edges.get(f) ?? []) {
+      if (state.get(g) === 1) cycles.push([...path.slice(path.indexOf(g)), g].join(" → "));
+      else if (!state.has(g)) visit(g);
+    }
+    path.pop();
+    state.set(f, 2);
+  };
+  for (const f of edges.keys()) if (!state.has(f)) visit(f);
+  return cycles;
+}

@@ -18,33 +18,14 @@
  */
 import type { GraphModel } from "./graph";
 import type { GraphNode } from "../schema/types";
+import { mk, type Child, type Cluster, type ClusterKind } from "./cluster";
 import { foldRepeats } from "./repeats";
 import { blockLabel, flowKey, opsName, shortOp } from "./names";
 
 export { clusterTitle, flowKey, opMix, opsName, shortModuleName, shortOp } from "./names";
 
-export type ClusterKind = "root" | "module" | "repeat" | "chain" | "fanin" | "range";
-/** A child is a node index or a cluster. */
-export type Child = number | Cluster;
-
-export interface Cluster {
-  id: string;
-  kind: ClusterKind;
-  label: string;
-  /** module path for module clusters */
-  path: string | null;
-  /** the module's class (meta.modules; for a repeat, its members' class), or null when the graph does not say */
-  cls: string | null;
-  /** a folded run of identical modules: how many, and the ops each holds */
-  repeat: { count: number; each: number } | null;
-  parent: Cluster | null;
-  children: Child[];
-  /** number of graph nodes inside */
-  size: number;
-  depth: number;
-  /** smallest topological position inside: used to keep blocks in flow order */
-  order: number;
-}
+export type { Child, Cluster, ClusterKind } from "./cluster";
+export { mk } from "./cluster";
 
 export interface GroupingOptions {
   minChain: number;
@@ -329,9 +310,6 @@ export function commonModule(a: string, b: string): string {
   return pa.slice(0, k).join(".");
 }
 
-export function mk(id: string, kind: ClusterKind, label: string, path: string | null, parent: Cluster | null): Cluster {
-  return { id, kind, label, path, cls: null, repeat: null, parent, children: [], size: 0, depth: 0, order: 0 };
-}
 
 function chainSignature(m: GraphModel, c: Cluster): string {
   const ops = (c.children as number[]).map((i) => m.nodes[i].op);

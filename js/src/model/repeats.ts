@@ -6,7 +6,7 @@
  * sub-modules at the same relative paths. Anything else stays unfolded.
  */
 import type { GraphModel } from "./graph";
-import { mk, type Child, type Cluster } from "./grouping";
+import { mk, type Child, type Cluster } from "./cluster";
 import { shortModuleName } from "./names";
 
 /** Folds runs of at least `min` identical sibling modules, everywhere below `root` (in place). */

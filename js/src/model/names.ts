@@ -62,7 +62,7 @@ export function blockLabel(m: GraphModel, g: Cluster, kind: ClusterKind, parent:
 }
 
 /**
- * "loop.py:12–14": the file most of a block's nodes were made in (its name, not its folders) and the range of
+ * "train.py:12–14": the file most of a block's nodes were made in (its name, not its folders) and the range of
  * their lines there, "+" when some came from other files; null when no node knows its line.
  */
 export function sourceSpan(m: GraphModel, g: Cluster): string | null {

@@ -77,10 +77,15 @@ def _escape_trace(tr: Any) -> None:
             tr[key] = esc
 
 
-def _escape_layout(layout: Any) -> None:
+def _escaped_paths(layout: Any) -> dict:
+    """The layout's strings already escaped, by path ("title.text"), as :func:`_mark_escaped` recorded them."""
     meta = getattr(layout, "meta", None)
     done = meta.get(_MARK) if isinstance(meta, dict) else getattr(layout, "_graphwidget_escaped", None)
-    done = dict(done) if isinstance(done, dict) else {}
+    return dict(done) if isinstance(done, dict) else {}
+
+
+def _escape_layout(layout: Any) -> None:
+    done = _escaped_paths(layout)
     data = layout.to_plotly_json()
     changed: dict = {}
 
@@ -129,9 +134,7 @@ def set_title_lines(fig: Any, *lines: str) -> Any:
     ``<br>``, and recorded as escaped so a later :func:`escape_labels` leaves the breaks alone. Returns the figure."""
     text = "<br>".join(html.escape(line, quote=False) for line in lines)
     fig.layout.title.text = text
-    meta = getattr(fig.layout, "meta", None)
-    done = (meta.get(_MARK) if isinstance(meta, dict) else getattr(fig.layout, "_graphwidget_escaped", None)) or {}
-    _mark_escaped(fig.layout, {**(done if isinstance(done, dict) else {}), "title.text": text})
+    _mark_escaped(fig.layout, {**_escaped_paths(fig.layout), "title.text": text})
     return fig
 
 

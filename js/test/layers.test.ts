@@ -35,13 +35,20 @@ function importsOf(text: string): string[] {
 
 /** The folder (layer) a relative specifier of `file` (a path under src/) lands in, or null for a package. */
 function layerOf(file: string, spec: string): string | null {
+  const parts = target(file, spec);
+  if (!parts) return null;
+  return parts.length > 1 ? parts[1] : null; // parts[0] is "src"; a file directly in src/ has no layer
+}
+
+/** The path parts a relative specifier of `file` points at (without a suffix), or null for a package. */
+function target(file: string, spec: string): string[] | null {
   if (!spec.startsWith(".")) return null;
   const parts = file.split("/").slice(0, -1);
   for (const p of spec.split("/")) {
     if (p === "..") parts.pop();
     else if (p !== ".") parts.push(p);
   }
-  return parts.length > 1 ? parts[1] : null; // parts[0] is "src"; a file directly in src/ has no layer
+  return parts;
 }
 
 const files = Object.entries(SOURCES).map(([path, text]) => ({ file: path.replace(/^\.\.\//, ""), text }));
@@ -102,12 +109,8 @@ const TYPE_ONLY = /^\s*(?:import|export)\s+type\b[^;]*;/gm;
 
 /** The file under src/ a relative specifier of `file` names (`x.ts` or `x/index.ts`), or null (a package). */
 function resolve(known: Set<string>, file: string, spec: string): string | null {
-  if (!spec.startsWith(".")) return null;
-  const parts = file.split("/").slice(0, -1);
-  for (const p of spec.split("/")) {
-    if (p === "..") parts.pop();
-    else if (p !== ".") parts.push(p);
-  }
+  const parts = target(file, spec);
+  if (!parts) return null;
   const base = parts.join("/");
   return [`${base}.ts`, `${base}/index.ts`, base].find((c) => known.has(c)) ?? null;
 }

@@ -90,9 +90,7 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
   }
   if (cutNodes.length) {
     ctx.save();
-    const boxes = new Occupancy(cssW, cssH);
-    const rects = new Map<number, Rect>();
-    for (const i of vis) { const r = screenRect(cam, p, i); rects.set(i, r); boxes.add(r); }
+    const { rects, boxes } = screenBoxes(cam, p, vis, cssW, cssH);
     const taken = new Occupancy(cssW, cssH);
     for (const f of visFrames) taken.add(titleRect(cam, p, f));
     const whole = chips(ctx, dpr, cssW, cssH, p, cutNodes, rects, boxes, taken, th, texts);
@@ -116,10 +114,18 @@ export function drawLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr:
   return { labels: labels + titles, legible: labels + titles, items: labels, beside: [], texts };
 }
 
-/** An item's box in canvas CSS pixels. */
-function screenRect(cam: CameraState, p: Paint, i: number): Rect {
-  const it = p.view.items[i], s = cam.s;
-  return [(it.x - it.w / 2) * s + cam.tx, (it.y - it.h / 2) * s + cam.ty, (it.x + it.w / 2) * s + cam.tx, (it.y + it.h / 2) * s + cam.ty];
+/** Each visible item's box in canvas CSS pixels, by item, and the same boxes as an occupancy grid. */
+function screenBoxes(cam: CameraState, p: Paint, vis: number[], cssW: number, cssH: number): { rects: Map<number, Rect>; boxes: Occupancy } {
+  const items = p.view.items, s = cam.s;
+  const rects = new Map<number, Rect>();
+  const boxes = new Occupancy(cssW, cssH);
+  for (const i of vis) {
+    const it = items[i];
+    const r: Rect = [(it.x - it.w / 2) * s + cam.tx, (it.y - it.h / 2) * s + cam.ty, (it.x + it.w / 2) * s + cam.tx, (it.y + it.h / 2) * s + cam.ty];
+    rects.set(i, r);
+    boxes.add(r);
+  }
+  return { rects, boxes };
 }
 
 /** A frame's title bar in canvas CSS pixels. */
@@ -275,15 +281,10 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
   const fontPx = SCREEN_LABEL_PX;
   ctx.font = `600 ${fontPx}px ${FONT_FAMILY}`;
   const taken = new Occupancy(cssW, cssH); // labels drawn
-  const boxes = new Occupancy(cssW, cssH); // the drawn boxes: a label placed outside its own box must miss them
+  // the drawn boxes: a label placed outside its own box must miss them
+  const { rects, boxes } = screenBoxes(cam, p, vis, cssW, cssH);
   const s = cam.s;
   const items = p.view.items;
-  const screen = (i: number): Rect => {
-    const it = items[i];
-    return [(it.x - it.w / 2) * s + cam.tx, (it.y - it.h / 2) * s + cam.ty, (it.x + it.w / 2) * s + cam.tx, (it.y + it.h / 2) * s + cam.ty];
-  };
-  const rects = new Map<number, Rect>();
-  for (const i of vis) { const r = screen(i); rects.set(i, r); boxes.add(r); }
   let count = 0, titles = 0;
   const placedBeside: Rect[] = [];
   const fitText = (key: string, text: string, width: number, left: boolean): string => {
@@ -344,7 +345,7 @@ function screenLabels(ctx: CanvasRenderingContext2D, cam: CameraState, dpr: numb
   const groups = vis.filter((i) => p.kind[i] === KIND_GROUP).sort((a, b) => items[b].w * items[b].h - items[a].w * items[a].h);
   for (const i of groups) {
     const it = items[i];
-    const [x0, y0, x1, y1] = screen(i);
+    const [x0, y0, x1, y1] = rects.get(i)!;
     const sw = x1 - x0, sh = y1 - y0;
     if (sh < 0.5) continue;
     const cy = (y0 + y1) / 2;

@@ -99,7 +99,7 @@ export class NWayApp extends App {
 
   /** Side by side while they fit, else in balanced rows; the last pane takes what its row has left. */
   private placePanes(): void {
-    this.root.classList.toggle("gw-crowded", !roomForPanel(this.paneCount(), this.root.clientWidth));
+    this.root.classList.toggle("gw-crowded", !this.roomy());
     const n = this.panes.length;
     if (!n) return;
     const cols = gridColumns(n, this.main.clientWidth);
@@ -113,6 +113,11 @@ export class NWayApp extends App {
     super.dispose();
   }
 
+  /** Whether the view has room for every pane and the side panel beside them (roomForPanel). */
+  private roomy(): boolean {
+    return roomForPanel(this.paneCount(), this.root.clientWidth);
+  }
+
   /** How many panes there are, or will be once the document is decoded (the usual three before). */
   private paneCount(): number {
     return this.doc?.labels.length ?? (this.panes.length || EARLY_WORKERS);
@@ -123,7 +128,7 @@ export class NWayApp extends App {
    * so the side panel starts hidden and floats over them when opened.
    */
   protected override narrowChanged(narrow: boolean): void {
-    if (!this.panelChosen && (narrow || !roomForPanel(this.paneCount(), this.root.clientWidth))) this.showPanel(false);
+    if (!this.panelChosen && (narrow || !this.roomy())) this.showPanel(false);
   }
 
   /** The panel at open: as the graph view decides (shown with the Findings when the advisor warns), where the
@@ -157,7 +162,7 @@ export class NWayApp extends App {
       this.timings.decode = performance.now() - t;
       const sentence = doc.sentence || doc.labels.join(" · ");
       this.sentenceEl.replaceChildren(h("div", { class: "gw-diff-sentence", attrs: { "data-key": "sentence" }, text: sentence }));
-      // the toolbar names the comparison; the sentence strip says the verdict whole
+      // the sentence strip says the verdict whole; the toolbar has no title of its own
       await this.show(doc.graphs.map((g, k) => ({ doc: g, label: doc.labels[k] })), models, "");
     } catch (err) {
       this.fail(err);
@@ -254,7 +259,7 @@ export class NWayApp extends App {
     this.findingsTab?.setSelected(k, m.idOf(k, node));
     if (node >= 0 && user && !this.keepTab) this.panel.show("inspector");
     // the Inspector opens by itself beside panes that leave it room; over them only when asked (the Panel button)
-    if (node >= 0 && user && roomForPanel(this.paneCount(), this.root.clientWidth)) this.revealPanel();
+    if (node >= 0 && user && this.roomy()) this.revealPanel();
     this.nopts.onSelectAll?.(ids, refId, user);
   }
 
